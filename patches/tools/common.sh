@@ -1,0 +1,93 @@
+# common.sh: helpers shared by the scripts in patches/tools (sourced, not run).
+#
+# Sets TOP (the repository), reads patches/UPSTREAM into PG_* variables and
+# defines the locations every script agrees on.
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# The pinned release: "NAME = value" lines, shared with the Makefile.
+while IFS='=' read -r key value; do
+	key=$(echo "$key" | tr -d '[:space:]')
+	case "$key" in
+		PG_*) printf -v "$key" '%s' "$(echo "$value" | sed 's/^ *//; s/ *$//')" ;;
+	esac
+done < <(grep -v '^#' "$TOP/patches/UPSTREAM")
+
+BUILD_DIR=${BUILD_DIR:-$TOP/build}
+TREE=${TREE:-$BUILD_DIR/postgresql}		# patched source, a git work tree
+APPLY=$BUILD_DIR/.apply					# scratch work tree of the same repository
+# The tarball cache: per user, or system-wide for root, whose home other
+# users cannot read (the tests run as an unprivileged user and read it).
+if [ "$(id -u)" = 0 ]; then
+	CACHE_DIR=${PGSTRATA_CACHE:-/var/cache/pgstrata}
+else
+	CACHE_DIR=${PGSTRATA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pgstrata}
+fi
+
+# Fixed identity and dates make the commits of the tree reproducible, so the
+# same inputs always give the same commit ids.
+export GIT_AUTHOR_NAME="pgstrata build"
+export GIT_AUTHOR_EMAIL="build@pgstrata.invalid"
+export GIT_COMMITTER_NAME="pgstrata build"
+export GIT_COMMITTER_EMAIL="build@pgstrata.invalid"
+FIXED_DATE="2000-01-01T00:00:00Z"
+
+# die MESSAGE: print one line on stderr and stop.
+die()
+{
+	echo "error: $*" >&2
+	exit 1
+}
+
+# note MESSAGE: progress on stderr, so stdout stays machine-readable.
+note()
+{
+	echo "--- $*" >&2
+}
+
+# tree_git ARGS: git in the patched tree, whatever the caller's directory.
+tree_git()
+{
+	git -C "$TREE" "$@"
+}
+
+# series_patches: the patch files of patches/series, in order, one per line.
+series_patches()
+{
+	grep -v '^\s*\(#\|$\)' "$TOP/patches/series" || true
+}
+
+# new_files: the project's new core files (src/, contrib/), one per line.
+new_files()
+{
+	local d
+	for d in src contrib; do
+		if [ -d "$TOP/$d" ]; then
+			(cd "$TOP" && find "$d" -type f)
+		fi
+	done | LC_ALL=C sort
+}
+
+# input_files: every file the patched tree is made from, one per line.
+input_files()
+{
+	(
+		cd "$TOP"
+		echo patches/UPSTREAM
+		echo patches/series
+		series_patches | sed 's|^|patches/|'
+		new_files
+	)
+}
+
+# inputs_digest: one hash over the names and contents of all input files.
+inputs_digest()
+{
+	(
+		cd "$TOP"
+		input_files | while read -r f; do
+			printf '%s\n' "$f"
+			sha256sum <"$f"
+		done
+	) | sha256sum | cut -d' ' -f1
+}

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+#
+# tree.sh: keep build/postgresql, the patched source tree, in step with
+# patches/ and src/ (and contrib/).
+#
+#   tree.sh update   make or update the tree from the inputs (what `make` runs)
+#   tree.sh refresh  write the tree's commits back into patches/, src/, contrib/
+#   tree.sh check    fail unless patches/ + src/ + contrib/ reproduce the tree
+#   tree.sh reset    discard the tree's own edits and commits, re-apply inputs
+#
+# The tree is a git repository with one commit for the pristine release
+# (tag "upstream"), one adding the project's new files (src/ and contrib/ of
+# this repository, copied to the same paths), then one commit per patch of
+# patches/series, applied with `git am`.  Dates and committer are fixed, so the
+# same inputs always give the same commit ids.
+#
+# Updates are computed in a scratch work tree of the same repository
+# (build/.apply) and then checked out in the tree, so only files whose content
+# changed get a new mtime and `make` rebuilds only what depends on them.
+
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+STATE_DIGEST=$BUILD_DIR/tree.digest
+STATE_COMMIT=$BUILD_DIR/tree.commit
+
+# commit_all MESSAGE: commit everything in the current directory, reproducibly.
+commit_all()
+{
+	git add -A -f
+	GIT_AUTHOR_DATE=$FIXED_DATE GIT_COMMITTER_DATE=$FIXED_DATE \
+		git commit -q --allow-empty --no-verify -m "$1"
+}
+
+# create_tree: unpack the verified tarball into a new repository at $TREE.
+create_tree()
+{
+	local tarball
+	tarball=$("$TOP/patches/tools/fetch-upstream.sh")
+	note "unpacking $(basename "$tarball") into $TREE"
+	rm -rf "$TREE" "$APPLY"
+	mkdir -p "$TREE"
+	tar xjf "$tarball" --strip-components=1 -C "$TREE"
+	(
+		cd "$TREE"
+		git init -q
+		git config core.autocrlf false
+		git config gc.auto 0
+		commit_all "PostgreSQL $PG_VERSION, as released ($PG_TARBALL)"
+		git tag -f upstream >/dev/null
+	)
+}
+
+# produce: build the commit the inputs describe in the scratch work tree,
+# print its id.
+produce()
+{
+	local f p
+
+	if [ ! -e "$APPLY/.git" ]; then
+		rm -rf "$APPLY"
+		tree_git worktree prune
+		tree_git worktree add -q --detach "$APPLY" upstream
+	fi
+	cd "$APPLY"
+	git am --abort >/dev/null 2>&1 || true
+	git reset -q --hard upstream
+	git clean -q -fdx
+
+	# New files only: a file of src/ that upstream already has would silently
+	# replace it, and the change would be invisible in the patch series.
+	new_files | while read -r f; do
+		[ ! -e "$f" ] || die "$f exists upstream: change it with a patch, not with a copy"
+	done
+	new_files | (cd "$TOP" && tar cf - -T -) | tar xf -
+	commit_all "Add the new source files of pgstrata (src/ and contrib/)"
+
+	for p in $(series_patches); do
+		[ -f "$TOP/patches/$p" ] || die "patches/series names $p, which does not exist"
+		if ! git am -q --committer-date-is-author-date "$TOP/patches/$p" >&2; then
+			git am --abort >/dev/null 2>&1 || true
+			die "patches/$p does not apply to PostgreSQL $PG_VERSION"
+		fi
+	done
+	git rev-parse HEAD
+}
+
+# worktree_tree: the tree id of the work tree as it is, uncommitted edits included.
+worktree_tree()
+{
+	local index
+	index=$(mktemp)
+	rm -f "$index"
+	(
+		cd "$TREE"
+		export GIT_INDEX_FILE=$index
+		git read-tree HEAD
+		git add -A
+		git write-tree
+	)
+	rm -f "$index"
+}
+
+# tree_is_pristine: true when the tree holds exactly the commit made last time.
+tree_is_pristine()
+{
+	[ -f "$STATE_COMMIT" ] &&
+		[ "$(tree_git rev-parse HEAD)" = "$(cat "$STATE_COMMIT")" ] &&
+		[ -z "$(tree_git status --porcelain)" ]
+}
+
+# record COMMIT: remember what the tree was made from.
+record()
+{
+	echo "$1" >"$STATE_COMMIT"
+	inputs_digest >"$STATE_DIGEST"
+}
+
+cmd_update()
+{
+	local digest target
+	digest=$(inputs_digest)
+
+	if [ ! -d "$TREE/.git" ]; then
+		create_tree
+	elif [ -f "$STATE_DIGEST" ] && [ "$(cat "$STATE_DIGEST")" = "$digest" ]; then
+		exit 0					# inputs unchanged: build the tree as it is
+	elif ! tree_is_pristine; then
+		die "patches/ or src/ changed, and $TREE has edits or commits of its own: export them with 'make refresh' or drop them with 'make tree-reset'"
+	fi
+
+	note "applying patches/series"
+	target=$(produce)
+	if [ "$(tree_git rev-parse HEAD)" != "$target" ]; then
+		tree_git checkout -q --detach "$target"
+	fi
+	record "$target"
+	note "$TREE is at $(tree_git describe --always --tags) ($(series_patches | wc -l) patches)"
+}
+
+cmd_refresh()
+{
+	local added paths p
+
+	[ -d "$TREE/.git" ] || die "no tree at $TREE: run 'make tree' first"
+	[ -z "$(tree_git status --porcelain)" ] ||
+		die "$TREE has uncommitted edits: commit them (git commit, or git commit --fixup and git rebase --autosquash) first"
+
+	# New files under src/ and contrib/ go back to src/ and contrib/ ...
+	added=$(tree_git diff --name-only --no-renames --diff-filter=A upstream HEAD -- src contrib)
+	rm -rf "$TOP/src" "$TOP/contrib"
+	if [ -n "$added" ]; then
+		tree_git archive HEAD -- $added | tar xf - -C "$TOP"
+	fi
+
+	# ... every other change becomes one patch per commit.
+	paths=$(tree_git diff --name-only --no-renames upstream HEAD |
+		grep -vxF -f <(printf '%s\n' "$added") || true)
+	rm -f "$TOP"/patches/*.patch
+	{
+		echo "# The patch series, applied in this order with git am (see README.md)."
+		if [ -n "$paths" ]; then
+			tree_git format-patch --zero-commit --no-signature --no-numbered \
+				-o "$TOP/patches" upstream..HEAD -- $paths | xargs -n1 basename
+		fi
+	} >"$TOP/patches/series"
+
+	# What was written must give back the tree exactly.
+	p=$(produce)
+	[ "$(tree_git rev-parse "$p^{tree}")" = "$(tree_git rev-parse 'HEAD^{tree}')" ] ||
+		die "refresh wrote patches that do not reproduce $TREE (a commit that mixes new files with a change elsewhere under src/?)"
+	tree_git checkout -q --detach "$p"
+	record "$p"
+	note "wrote $(series_patches | wc -l) patches and $(echo "$added" | grep -c . || true) new files"
+}
+
+cmd_check()
+{
+	local p want have
+	[ -d "$TREE/.git" ] || die "no tree at $TREE: run 'make' first"
+	p=$(produce)
+	want=$(tree_git rev-parse "$p^{tree}")
+	have=$(worktree_tree)
+	if [ "$want" != "$have" ]; then
+		tree_git diff --stat "$want" "$have" >&2
+		die "patches/, src/ and contrib/ do not reproduce $TREE (above: what the tree has that they lack); run 'make refresh' to export the tree, or 'make tree-reset' to discard its edits"
+	fi
+	echo "patches/, src/ and contrib/ reproduce $TREE ($(series_patches | wc -l) patches)"
+}
+
+cmd_reset()
+{
+	local target
+	[ -d "$TREE/.git" ] || { cmd_update; exit 0; }
+	target=$(produce)
+	tree_git checkout -q -f --detach "$target"
+	tree_git clean -q -fd
+	record "$target"
+	note "$TREE reset to patches/ and src/"
+}
+
+case "${1:-}" in
+	update) cmd_update ;;
+	refresh) cmd_refresh ;;
+	check) cmd_check ;;
+	reset) cmd_reset ;;
+	*) die "usage: $0 update|refresh|check|reset" ;;
+esac

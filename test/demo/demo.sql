@@ -1,0 +1,62 @@
+--
+-- demo.sql: what pgstrata does, on a throwaway cluster (make demo).
+--
+-- psql variables: sgml (PostgreSQL's documentation sources, used as a
+-- corpus of real text) and tsdir (an empty directory for a tablespace).
+--
+
+\echo
+\echo '=== The server says what it is'
+SELECT version();
+
+\echo
+\echo '=== The features of the patch set in this build'
+\set ECHO none
+SELECT feature, CASE WHEN available THEN 'yes' ELSE 'not yet' END AS available
+FROM (VALUES
+	('compressed tablespaces (CREATE TABLESPACE ... WITH (compression))',
+	 false),
+	('bulk I/O settings (polar_bulk_read_size and friends)',
+	 EXISTS (SELECT FROM pg_settings WHERE name = 'polar_bulk_read_size')),
+	('refdata table access method (CREATE EXTENSION refdata)',
+	 EXISTS (SELECT FROM pg_available_extensions WHERE name = 'refdata')),
+	('TOAST compression lz4',
+	 EXISTS (SELECT FROM pg_settings WHERE name = 'default_toast_compression'
+			 AND 'lz4' = ANY (enumvals))),
+	('TOAST compression zstd',
+	 EXISTS (SELECT FROM pg_settings WHERE name = 'default_toast_compression'
+			 AND 'zstd' = ANY (enumvals)))
+) AS f(feature, available);
+\set ECHO queries
+
+\echo
+\echo '=== TOAST compression on real text: the documentation, one file per row'
+CREATE TABLE docs_pglz (name text, body text COMPRESSION pglz);
+CREATE TABLE docs_lz4 (name text, body text COMPRESSION lz4);
+INSERT INTO docs_pglz
+	SELECT f, pg_read_file(:'sgml' || '/' || f)
+	FROM pg_ls_dir(:'sgml') AS f WHERE f LIKE '%.sgml';
+-- (INSERT ... SELECT would keep the pglz values as they are: read the files again)
+INSERT INTO docs_lz4
+	SELECT f, pg_read_file(:'sgml' || '/' || f)
+	FROM pg_ls_dir(:'sgml') AS f WHERE f LIKE '%.sgml';
+SELECT method, files, pg_size_pretty(raw) AS raw,
+	   pg_size_pretty(stored) AS stored, round(raw::numeric / stored, 2) AS ratio
+FROM (SELECT 'pglz' AS method, count(*) AS files,
+			 sum(octet_length(body)) AS raw, sum(pg_column_size(body)) AS stored
+	  FROM docs_pglz
+	  UNION ALL
+	  SELECT 'lz4', count(*), sum(octet_length(body)), sum(pg_column_size(body))
+	  FROM docs_lz4) AS s;
+SELECT coalesce(pg_column_compression(body), '(not compressed)') AS method,
+	count(*) AS values
+FROM docs_lz4 GROUP BY 1 ORDER BY 1;
+SELECT (SELECT md5(string_agg(body, '' ORDER BY name)) FROM docs_pglz) =
+	   (SELECT md5(string_agg(body, '' ORDER BY name)) FROM docs_lz4)
+	AS same_text_back;
+
+\echo
+\echo '=== Compressed tablespaces (not in this build yet: expect an error)'
+\set ON_ERROR_STOP 0
+CREATE TABLESPACE cts LOCATION :'tsdir' WITH (compression = 'zstd');
+\set ON_ERROR_STOP 1

@@ -1,0 +1,50 @@
+# lib.sh: shell helpers shared by the test runners (sourced, not run).
+
+# count_results LOG: add up the tests a pg_regress or prove log reports.
+# Prints "passed failed skipped".  A TAP script counts once: passed when
+# prove says "ok", skipped when it says "skipped", failed otherwise.
+count_results()
+{
+	local log=$1 p f s files tp
+	# pg_regress (17 prints TAP): "ok 1  - name  12 ms", "not ok 2 + name ..."
+	p=$(grep -cE '^ok [0-9]+ +[-+] ' "$log")
+	f=$(grep -cE '^not ok [0-9]+ +[-+] ' "$log")
+	# prove: "t/001_x.pl .. ok", "t/002_y.pl .. skipped: why", "Files=3, ..."
+	tp=$(grep -cE '^t/[^ ]+ \.+ ok' "$log")
+	s=$(grep -cE '^t/[^ ]+ \.+ skipped' "$log")
+	files=$(sed -n 's/^Files=\([0-9]*\), Tests=.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+	echo "$((p + tp)) $((f + files - tp - s)) $s"
+}
+
+# PostgreSQL refuses to run as root, so when the suites are started by root
+# (as in CI) they run as this unprivileged user.
+TEST_USER=${PGSTRATA_TEST_USER:-pgstrata}
+
+# ensure_test_user: create the test user if it does not exist (as root).
+ensure_test_user()
+{
+	id "$TEST_USER" >/dev/null 2>&1 && return 0
+	useradd --system --user-group --home-dir /nonexistent \
+		--shell /usr/sbin/nologin "$TEST_USER" ||
+		{ echo "error: cannot create user $TEST_USER to run the tests as" >&2; return 1; }
+}
+
+# as_test_user WORKDIR COMMAND...: run COMMAND as a user PostgreSQL accepts,
+# with WORKDIR (made writable for it) as its home.
+as_test_user()
+{
+	local work=$1
+	shift
+	mkdir -p "$work"
+	if [ "$(id -u)" != 0 ]; then
+		HOME=$work "$@"
+		return
+	fi
+	ensure_test_user || return 1
+	if ! runuser -u "$TEST_USER" -- test -r "$TOP/test/Makefile" -a -x "$TOP/build/install/bin/postgres"; then
+		echo "error: the tests run as user $TEST_USER, who cannot read $TOP; clone into a directory other users can read, or run make check as a normal user" >&2
+		return 1
+	fi
+	chown -R "$TEST_USER:" "$work"
+	runuser -u "$TEST_USER" -- env HOME="$work" PGSTRATA_CACHE="${PGSTRATA_CACHE:-/var/cache/pgstrata}" "$@"
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+#
+# run-checks.sh: run every test suite of pgstrata against build/install and
+# end with one summary line, "pgstrata: N passed, N failed, N skipped".
+#
+# Called by `make check` after the build.  A test is one regression test,
+# one isolation spec, one TAP script, or the patch-series check.  Logs go
+# to build/check/; a failing suite shows its diffs or log tail.
+
+set -uo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+LOGDIR=$TOP/build/check
+export PG_CONFIG=$TOP/build/install/bin/pg_config
+MAKE=${MAKE:-make}
+. "$TOP/test/lib.sh"
+
+passed=0
+failed=0
+skipped=0
+failures=()
+
+rm -rf "$LOGDIR"
+mkdir -p "$LOGDIR"
+
+# suite NAME COMMAND...: run one suite, log it, add up its results.
+suite()
+{
+	local name=$1 log=$LOGDIR/$1.log rc p f s
+	shift
+	echo "=== $name"
+	"$@" >"$log" 2>&1
+	rc=$?
+	read -r p f s < <(count_results "$log")
+	# A suite that failed before reporting any failing test still failed.
+	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+	fi
+	if [ $((p + f + s)) -eq 0 ]; then
+		# a suite that reports nothing has not tested anything
+		if [ $rc -eq 0 ]; then p=1; else f=1; fi
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+	if [ "$f" -ne 0 ]; then
+		failures+=("$name")
+		echo "--- $name failed (exit $rc); end of $log:"
+		tail -n 40 "$log"
+		for d in $(find "$LOGDIR" -name regression.diffs -newer "$log" 2>/dev/null); do
+			echo "--- $d:"
+			head -n 80 "$d"
+		done
+	fi
+	echo "    $name: $p passed, $f failed, $s skipped"
+}
+
+suite patch-series "$TOP/patches/tools/tree.sh" check
+# The suites run out of tree (PGXS's VPATH support): sources in test/,
+# results and temporary instances in build/check/test.
+OUT=$LOGDIR/test
+testmake()
+{
+	as_test_user "$OUT" $MAKE -C "$OUT" -f "$TOP/test/Makefile" VPATH="$TOP/test" \
+		PG_CONFIG="$PG_CONFIG" "$@"
+}
+
+suite regress testmake installcheck-regress
+suite tap testmake prove-installcheck
+
+echo
+if [ $failed -ne 0 ]; then
+	echo "failed suites: ${failures[*]} (logs in $LOGDIR)"
+fi
+echo "pgstrata: $passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]
