@@ -69,6 +69,9 @@ suite regress testmake installcheck-regress
 suite tap testmake prove-installcheck
 
 echo
+if [ -n "${PGSTRATA_T0:-}" ]; then
+	echo "wall time of the whole run: $(($(date +%s) - PGSTRATA_T0)) s"
+fi
 if [ $failed -ne 0 ]; then
 	echo "failed suites: ${failures[*]} (logs in $LOGDIR)"
 fi
