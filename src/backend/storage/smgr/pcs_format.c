@@ -1,0 +1,308 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs_format.c
+ *	  Encoding and validation of page-compressed storage (pcs) segments:
+ *	  the header, the map entries, and the page codec.
+ *
+ * Nothing here does I/O or raises errors: every check returns NULL when the
+ * bytes are sound or a short description of what is wrong, and the storage
+ * manager turns that into an ERROR with ERRCODE_DATA_CORRUPTED naming the
+ * relation, fork and block.  This keeps the code that parses untrusted
+ * bytes small enough to fuzz on its own.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * IDENTIFICATION
+ *	  src/backend/storage/smgr/pcs_format.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#ifdef USE_LZ4
+#include <lz4.h>
+#endif
+#ifdef USE_ZSTD
+#include <zstd.h>
+#endif
+
+#include "port/pg_crc32c.h"
+#include "storage/pcs_format.h"
+
+#ifdef USE_ZSTD
+/* Contexts are reused for the life of the process: creating one per page costs more than compressing it. */
+static ZSTD_CCtx *pcs_zstd_cctx = NULL;
+static ZSTD_DCtx *pcs_zstd_dctx = NULL;
+#endif
+
+/* Name of an algorithm, as users write it */
+const char *
+pcs_algorithm_name(PcsAlgorithm algorithm)
+{
+	switch (algorithm)
+	{
+		case PCS_ALGO_NONE:
+			return "none";
+		case PCS_ALGO_ZSTD:
+			return "zstd";
+		case PCS_ALGO_LZ4:
+			return "lz4";
+	}
+	return "unknown";
+}
+
+/* Parse an algorithm name; false if there is no such algorithm */
+bool
+pcs_algorithm_from_name(const char *name, PcsAlgorithm *algorithm)
+{
+	if (pg_strcasecmp(name, "zstd") == 0)
+		*algorithm = PCS_ALGO_ZSTD;
+	else if (pg_strcasecmp(name, "lz4") == 0)
+		*algorithm = PCS_ALGO_LZ4;
+	else if (pg_strcasecmp(name, "none") == 0)
+		*algorithm = PCS_ALGO_NONE;
+	else
+		return false;
+	return true;
+}
+
+/* CRC32C of the header's fixed fields, those before header_crc */
+static uint32
+pcs_header_crc(const PcsHeader *header)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, header, offsetof(PcsHeader, header_crc));
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/* Fill in a new segment header (zeroed by the caller's buffer or not) */
+void
+pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm, int level)
+{
+	memset(header, 0, sizeof(PcsHeader));
+	header->magic = PCS_MAGIC;
+	header->version = PCS_FORMAT_VERSION;
+	header->algorithm = (uint8) algorithm;
+	header->level = (int8) level;
+	header->unit_shift = PCS_UNIT_SHIFT;
+	header->blcksz = BLCKSZ;
+	header->relseg_size = RELSEG_SIZE;
+	header->header_crc = pcs_header_crc(header);
+	pg_atomic_init_u64(&header->alloc, 0);
+	pg_atomic_init_u32(&header->nblocks, 0);
+}
+
+/* Check a header read from disk; NULL if it is sound */
+const char *
+pcs_header_check(const PcsHeader *header)
+{
+	if (header->magic != PCS_MAGIC)
+		return "bad magic number in compressed segment header";
+	if (header->header_crc != pcs_header_crc(header))
+		return "checksum mismatch in compressed segment header";
+	if (header->version != PCS_FORMAT_VERSION)
+		return "unsupported compressed segment format version";
+	if (header->algorithm != PCS_ALGO_ZSTD && header->algorithm != PCS_ALGO_LZ4)
+		return "unknown compression algorithm in compressed segment header";
+	if (header->unit_shift != PCS_UNIT_SHIFT ||
+		header->blcksz != BLCKSZ || header->relseg_size != RELSEG_SIZE)
+		return "compressed segment was made by a build with another block, segment or unit size";
+	if (pg_atomic_read_u32(unconstify(pg_atomic_uint32 *, &header->nblocks)) > RELSEG_SIZE)
+		return "block count out of range in compressed segment header";
+	return NULL;
+}
+
+/*
+ * CRC32C of an entry's first 12 bytes and of the block number within the
+ * segment, so that an entry copied to the wrong slot is caught too.
+ */
+static uint32
+pcs_entry_crc(const PcsMapEntry *entry, BlockNumber segblock)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, entry, offsetof(PcsMapEntry, entry_crc));
+	COMP_CRC32C(crc, &segblock, sizeof(segblock));
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/* Fill in the entry of block segblock (block number within its segment) */
+void
+pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock, uint32 first_unit,
+			  int stored, int units, bool raw, uint32 data_crc)
+{
+	Assert(stored > 0 && stored <= BLCKSZ);
+	Assert(units >= pcs_units_for(stored) && units <= PCS_MAX_UNITS);
+
+	entry->first_unit = first_unit;
+	entry->stored = (uint16) stored;
+	entry->units = (uint8) units;
+	entry->flags = PCS_ENTRY_ALLOCATED | (raw ? PCS_ENTRY_RAW : 0);
+	entry->data_crc = data_crc;
+	entry->entry_crc = pcs_entry_crc(entry, segblock);
+}
+
+/*
+ * Check the entry of block segblock.  unit_limit is the first unit past
+ * those handed out in the segment: an image must lie below it.  An empty
+ * entry is sound (the block reads as zeros).  NULL if sound.
+ */
+const char *
+pcs_entry_check(const PcsMapEntry *entry, BlockNumber segblock,
+				uint32 unit_limit)
+{
+	if (pcs_entry_is_empty(entry))
+		return NULL;
+	if (entry->entry_crc != pcs_entry_crc(entry, segblock))
+		return "checksum mismatch in compressed block map entry";
+	if ((entry->flags & ~PCS_ENTRY_KNOWN_FLAGS) != 0 ||
+		(entry->flags & PCS_ENTRY_ALLOCATED) == 0)
+		return "invalid flags in compressed block map entry";
+	if (entry->stored == 0 || entry->stored > BLCKSZ)
+		return "invalid stored length in compressed block map entry";
+	if ((entry->flags & PCS_ENTRY_RAW) != 0 && entry->stored != BLCKSZ)
+		return "raw block map entry does not hold a whole block";
+	if (entry->units < pcs_units_for(entry->stored) ||
+		entry->units > PCS_MAX_UNITS)
+		return "invalid unit count in compressed block map entry";
+	if ((uint64) entry->first_unit + entry->units > unit_limit)
+		return "compressed block map entry points past the allocated data";
+	return NULL;
+}
+
+/*
+ * Units to allocate for an image of stored bytes: a quarter more (at least
+ * one unit) so that a page that grows a little is rewritten in place, but
+ * never more than a raw page needs plus that slack, and a raw page exactly
+ * what it needs, because it cannot grow.
+ */
+int
+pcs_units_to_allocate(int stored)
+{
+	int			units = pcs_units_for(stored);
+
+	if (stored >= BLCKSZ)
+		return PCS_RAW_UNITS;
+	units += Max(1, units / 4);
+	return Min(units, PCS_MAX_UNITS);
+}
+
+/* CRC32C of a stored image */
+uint32
+pcs_data_crc(const char *data, int len)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, data, len);
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/*
+ * Compress one page into dest (capacity bytes).  Returns the compressed
+ * length, or -1 if the page should be stored raw: compression failed, or did
+ * not save at least one unit.
+ */
+int
+pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
+				  char *dest, int capacity)
+{
+	int			len = -1;
+
+	switch (algorithm)
+	{
+		case PCS_ALGO_ZSTD:
+#ifdef USE_ZSTD
+			{
+				size_t		r;
+
+				if (pcs_zstd_cctx == NULL)
+				{
+					pcs_zstd_cctx = ZSTD_createCCtx();
+					if (pcs_zstd_cctx == NULL)
+						return -1;
+				}
+				/* no frame checksum, content size or dictionary id: our CRC covers the image */
+				ZSTD_CCtx_reset(pcs_zstd_cctx, ZSTD_reset_session_and_parameters);
+				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_compressionLevel, level);
+				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_checksumFlag, 0);
+				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_contentSizeFlag, 0);
+				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_dictIDFlag, 0);
+				r = ZSTD_compress2(pcs_zstd_cctx, dest, capacity, page, BLCKSZ);
+				if (!ZSTD_isError(r))
+					len = (int) r;
+			}
+#endif
+			break;
+		case PCS_ALGO_LZ4:
+#ifdef USE_LZ4
+			len = LZ4_compress_default(page, dest, BLCKSZ, capacity);
+			if (len <= 0)
+				len = -1;
+#endif
+			break;
+		case PCS_ALGO_NONE:
+			break;
+	}
+
+	if (len < 0 || pcs_units_for(len) >= PCS_RAW_UNITS)
+		return -1;
+	return len;
+}
+
+/*
+ * Decompress an image of srclen bytes into page (BLCKSZ bytes).  NULL if it
+ * decompressed to exactly one page, else what went wrong.
+ */
+const char *
+pcs_decompress_page(PcsAlgorithm algorithm, const char *src, int srclen,
+					char *page)
+{
+	switch (algorithm)
+	{
+		case PCS_ALGO_ZSTD:
+#ifdef USE_ZSTD
+			{
+				size_t		r;
+
+				if (pcs_zstd_dctx == NULL)
+				{
+					pcs_zstd_dctx = ZSTD_createDCtx();
+					if (pcs_zstd_dctx == NULL)
+						return "out of memory for zstd decompression";
+				}
+				r = ZSTD_decompressDCtx(pcs_zstd_dctx, page, BLCKSZ, src, srclen);
+				if (ZSTD_isError(r))
+					return "zstd could not decompress the block image";
+				if (r != BLCKSZ)
+					return "block image decompressed to the wrong length";
+				return NULL;
+			}
+#else
+			return "compressed segment uses zstd, which this build does not support";
+#endif
+		case PCS_ALGO_LZ4:
+#ifdef USE_LZ4
+			{
+				int			r = LZ4_decompress_safe(src, page, srclen, BLCKSZ);
+
+				if (r < 0)
+					return "lz4 could not decompress the block image";
+				if (r != BLCKSZ)
+					return "block image decompressed to the wrong length";
+				return NULL;
+			}
+#else
+			return "compressed segment uses lz4, which this build does not support";
+#endif
+		case PCS_ALGO_NONE:
+			break;
+	}
+	return "unknown compression algorithm";
+}

@@ -1,0 +1,158 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs_format.h
+ *	  On-disk format of page-compressed storage (pcs) segments.
+ *
+ * A compressed segment is one file: a header block, a map with one entry per
+ * logical block, and a data area of fixed-size units holding compressed page
+ * images.  See src/backend/storage/smgr/README.pcs for the design and the
+ * crash-safety argument.
+ *
+ * Everything here is free of backend dependencies (no ereport, no memory
+ * contexts), so the same code serves the storage manager, frontend tools and
+ * the fuzz target.  Functions report problems by returning a message, which
+ * the caller turns into an error naming the relation, fork and block.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * src/include/storage/pcs_format.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PCS_FORMAT_H
+#define PCS_FORMAT_H
+
+#include "port/atomics.h"
+#include "storage/block.h"
+
+/*
+ * Read as an md page header, these first 8 bytes would be a pd_lsn whose
+ * high half is 0x7FFFFFxx, a WAL position beyond 2^62 bytes: no md file can
+ * start with them.  Stored little-endian, the file begins "PCS1" 0xff 0xff
+ * 0xff 0x7f.
+ */
+#define PCS_MAGIC			UINT64CONST(0x7FFFFFFF31534350)
+#define PCS_FORMAT_VERSION	1
+
+/* Layout of a segment file */
+#define PCS_HEADER_SIZE		4096
+#define PCS_ENTRY_SIZE		16
+#define PCS_MAP_OFFSET		PCS_HEADER_SIZE
+#define PCS_MAP_SIZE		((off_t) RELSEG_SIZE * PCS_ENTRY_SIZE)
+#define PCS_DATA_OFFSET		(PCS_MAP_OFFSET + PCS_MAP_SIZE)
+
+/* Allocation units of the data area */
+#define PCS_UNIT_SHIFT		9
+#define PCS_UNIT_SIZE		(1 << PCS_UNIT_SHIFT)
+#define PCS_RAW_UNITS		(BLCKSZ / PCS_UNIT_SIZE)
+/* a block never holds more units than raw plus the largest slack */
+#define PCS_MAX_UNITS		(PCS_RAW_UNITS + PCS_RAW_UNITS / 4)
+
+/* Compression algorithms; the values are stored on disk */
+typedef enum PcsAlgorithm
+{
+	PCS_ALGO_NONE = 0,
+	PCS_ALGO_ZSTD = 1,
+	PCS_ALGO_LZ4 = 2,
+} PcsAlgorithm;
+
+#define PCS_ZSTD_MIN_LEVEL		1
+#define PCS_ZSTD_MAX_LEVEL		19
+#define PCS_ZSTD_DEFAULT_LEVEL	1
+
+/*
+ * The segment header.  The fields up to header_crc never change after the
+ * segment is created and are covered by header_crc; the two atomics after it
+ * are shared, through a MAP_SHARED mapping, by every process using the
+ * segment.
+ */
+typedef struct PcsHeader
+{
+	uint64		magic;
+	uint32		version;
+	uint8		algorithm;		/* PcsAlgorithm */
+	int8		level;			/* zstd level */
+	uint8		unit_shift;		/* log2 of the unit size */
+	uint8		flags;			/* none defined yet */
+	uint32		blcksz;			/* BLCKSZ of the build that made it */
+	uint32		relseg_size;	/* RELSEG_SIZE likewise */
+	uint32		header_crc;		/* CRC32C of the fields above */
+	uint32		pad;
+	/* generation (high 32 bits) and next free unit (low 32 bits) */
+	pg_atomic_uint64 alloc;
+	/* logical blocks in this segment */
+	pg_atomic_uint32 nblocks;
+} PcsHeader;
+
+/* Map entry flags */
+#define PCS_ENTRY_ALLOCATED		0x01	/* the block has units */
+#define PCS_ENTRY_RAW			0x02	/* stored uncompressed */
+#define PCS_ENTRY_KNOWN_FLAGS	(PCS_ENTRY_ALLOCATED | PCS_ENTRY_RAW)
+
+/*
+ * One map entry per logical block; 32 fit in a 512-byte sector, so no entry
+ * ever straddles one.  All zeros means the block has no storage and reads as
+ * a zero page.
+ */
+typedef struct PcsMapEntry
+{
+	uint32		first_unit;		/* first unit of the image in the data area */
+	uint16		stored;			/* bytes of the image (BLCKSZ when raw) */
+	uint8		units;			/* units allocated, >= units stored */
+	uint8		flags;			/* PCS_ENTRY_* */
+	uint32		data_crc;		/* CRC32C of the stored bytes */
+	uint32		entry_crc;		/* CRC32C of the above and the block number */
+} PcsMapEntry;
+
+StaticAssertDecl(sizeof(PcsMapEntry) == PCS_ENTRY_SIZE,
+				 "a map entry must be PCS_ENTRY_SIZE bytes");
+StaticAssertDecl(sizeof(PcsHeader) <= 512,
+				 "the header must fit in one sector");
+StaticAssertDecl(PCS_MAX_UNITS <= PG_UINT8_MAX,
+				 "units allocated must fit in the entry");
+
+/* Is the entry empty (a block without storage)? */
+static inline bool
+pcs_entry_is_empty(const PcsMapEntry *entry)
+{
+	return entry->flags == 0 && entry->first_unit == 0 &&
+		entry->stored == 0 && entry->units == 0 &&
+		entry->data_crc == 0 && entry->entry_crc == 0;
+}
+
+/* Units needed to hold len bytes */
+static inline int
+pcs_units_for(int len)
+{
+	return (len + PCS_UNIT_SIZE - 1) >> PCS_UNIT_SHIFT;
+}
+
+/* Byte offset of a unit in the segment file */
+static inline off_t
+pcs_unit_offset(uint32 unit)
+{
+	return PCS_DATA_OFFSET + ((off_t) unit << PCS_UNIT_SHIFT);
+}
+
+extern const char *pcs_algorithm_name(PcsAlgorithm algorithm);
+extern bool pcs_algorithm_from_name(const char *name, PcsAlgorithm *algorithm);
+
+extern void pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm,
+							int level);
+extern const char *pcs_header_check(const PcsHeader *header);
+
+extern void pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock,
+						  uint32 first_unit, int stored, int units,
+						  bool raw, uint32 data_crc);
+extern const char *pcs_entry_check(const PcsMapEntry *entry,
+								   BlockNumber segblock, uint32 unit_limit);
+extern int	pcs_units_to_allocate(int stored);
+
+extern int	pcs_compress_page(PcsAlgorithm algorithm, int level,
+							  const char *page, char *dest, int capacity);
+extern const char *pcs_decompress_page(PcsAlgorithm algorithm,
+									   const char *src, int srclen,
+									   char *page);
+extern uint32 pcs_data_crc(const char *data, int len);
+
+#endif							/* PCS_FORMAT_H */
