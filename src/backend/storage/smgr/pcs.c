@@ -1,0 +1,1058 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs.c
+ *	  Page-compressed storage: the storage manager of compressed tablespaces.
+ *
+ * Every relation goes through this storage manager.  A fork whose segment 0
+ * starts with the pcs magic is compressed and handled here; every other fork
+ * is passed to md.c unchanged.  The format is decided when the fork is
+ * created, from the marker file that CREATE TABLESPACE ... WITH (compression)
+ * leaves in the tablespace directory, and recognised afterwards from the
+ * segment's own header, never from the catalog.
+ *
+ * Segments are named as md.c names them, so md.c unlinks them and its sync
+ * handler fsyncs them (one fsync covers a segment's header, map and data).
+ *
+ * The design, the layout and the crash-safety argument are in README.pcs.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * IDENTIFICATION
+ *	  src/backend/storage/smgr/pcs.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "access/xlogutils.h"
+#include "catalog/pg_tablespace_d.h"
+#include "common/hashfn.h"
+#include "common/relpath.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/fd.h"
+#include "storage/md.h"
+#include "storage/pcs.h"
+#include "storage/pcs_format.h"
+#include "storage/smgr.h"
+#include "storage/sync.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/* An open compressed segment of one fork, in one process */
+typedef struct PcsSegment
+{
+	File		vfd;			/* the segment file */
+	PcsHeader  *header;			/* MAP_SHARED mapping of header and map */
+	PcsMapEntry *map;			/* the map, inside that mapping */
+	uint32		capacity;		/* units the file is known to hold */
+} PcsSegment;
+
+/* Values of SMgrRelationData.pcs_format[] */
+#define PCS_FORMAT_UNKNOWN		0
+#define PCS_FORMAT_MD			1
+#define PCS_FORMAT_COMPRESSED	2
+
+/* Smallest and largest step by which a segment's data area grows */
+#define PCS_MIN_GROWTH_UNITS	((8 * 1024) >> PCS_UNIT_SHIFT)
+#define PCS_MAX_GROWTH_UNITS	((8 * 1024 * 1024) >> PCS_UNIT_SHIFT)
+
+/* Tries at reading a map entry that a concurrent writer may be replacing */
+#define PCS_ENTRY_READ_TRIES	3
+
+static MemoryContext PcsCxt = NULL;
+static uint32 pcs_generation = 0;
+
+static int	pcs_fork_format(SMgrRelation reln, ForkNumber forknum);
+static PcsSegment *pcs_getseg(SMgrRelation reln, ForkNumber forknum,
+							  BlockNumber segno, bool create);
+
+/* Is this fork compressed? md forks answer after one cached lookup. */
+static inline bool
+pcs_is_compressed(SMgrRelation reln, ForkNumber forknum)
+{
+	int			format = reln->pcs_format[forknum];
+
+	if (likely(format != PCS_FORMAT_UNKNOWN))
+		return format == PCS_FORMAT_COMPRESSED;
+	return pcs_fork_format(reln, forknum) == PCS_FORMAT_COMPRESSED;
+}
+
+/* Path of segment segno of a fork, palloc'd */
+static char *
+pcs_segpath(SMgrRelation reln, ForkNumber forknum, BlockNumber segno)
+{
+	char	   *path = relpath(reln->smgr_rlocator, forknum);
+
+	if (segno > 0)
+	{
+		char	   *full = psprintf("%s.%u", path, segno);
+
+		pfree(path);
+		path = full;
+	}
+	return path;
+}
+
+/* Raise ERRCODE_DATA_CORRUPTED for a block of a fork */
+static void
+pcs_block_corrupt(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
+				  const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("invalid compressed page in block %u of relation %s",
+					blkno, relpath(reln->smgr_rlocator, forknum)),
+			 errdetail("%s.", detail)));
+}
+
+/*
+ * The generation of this server: the first allocation of a generation in a
+ * segment starts above the end of the file (README.pcs).  A backend crash
+ * keeps the postmaster and so the generation, and the page cache with it.
+ */
+static uint32
+pcs_current_generation(void)
+{
+	if (pcs_generation == 0)
+	{
+		uint64		key[2] = {(uint64) PostmasterPid, (uint64) PgStartTime};
+
+		pcs_generation = hash_bytes((const unsigned char *) key, sizeof(key));
+		if (pcs_generation == 0)
+			pcs_generation = 1;
+	}
+	return pcs_generation;
+}
+
+/*
+ * Read the compression settings of a tablespace from its marker file.
+ * Returns false when the tablespace has none (it is not compressed).
+ */
+bool
+pcs_tablespace_settings(Oid spcOid, PcsAlgorithm *algorithm, int *level)
+{
+	char		path[MAXPGPATH];
+	char		buf[256];
+	char		name[64];
+	FILE	   *file;
+	size_t		n;
+
+	if (spcOid == DEFAULTTABLESPACE_OID || spcOid == GLOBALTABLESPACE_OID)
+		return false;
+
+	snprintf(path, sizeof(path), "pg_tblspc/%u/%s/%s", spcOid,
+			 TABLESPACE_VERSION_DIRECTORY, PCS_MARKER_FILE);
+	file = AllocateFile(path, "r");
+	if (file == NULL)
+	{
+		if (errno == ENOENT)
+			return false;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", path)));
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, file);
+	FreeFile(file);
+	buf[n] = '\0';
+
+	if (sscanf(buf, "algorithm=%63s level=%d", name, level) != 2 ||
+		!pcs_algorithm_from_name(name, algorithm) ||
+		*algorithm == PCS_ALGO_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid compression marker file \"%s\"", path)));
+	return true;
+}
+
+/* Write the marker file of a new compressed tablespace (also in redo) */
+void
+pcs_write_tablespace_marker(const char *versiondir, PcsAlgorithm algorithm,
+							int level)
+{
+	char		path[MAXPGPATH];
+	char		buf[64];
+	int			fd;
+	int			len;
+
+	snprintf(path, sizeof(path), "%s/%s", versiondir, PCS_MARKER_FILE);
+	len = snprintf(buf, sizeof(buf), "algorithm=%s level=%d\n",
+				   pcs_algorithm_name(algorithm), level);
+
+	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", path)));
+	errno = 0;
+	if (write(fd, buf, len) != len)
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", path)));
+	}
+	/* Relations created next decide their format from this file. */
+	if (pg_fsync(fd) != 0)
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m", path)));
+	CloseTransientFile(fd);
+	fsync_fname(versiondir, true);
+}
+
+/*
+ * Find out whether a fork is compressed, from the first bytes of its
+ * segment 0, and remember the answer.  A fork whose file does not exist yet
+ * stays unknown, and md.c decides what that means.
+ */
+static int
+pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
+{
+	char	   *path = relpath(reln->smgr_rlocator, forknum);
+	uint64		magic = 0;
+	int			fd;
+	int			nread;
+
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+	{
+		if (errno != ENOENT)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not open file \"%s\": %m", path)));
+		pfree(path);
+		return PCS_FORMAT_UNKNOWN;
+	}
+	nread = pg_pread(fd, &magic, sizeof(magic), 0);
+	if (nread < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read file \"%s\": %m", path)));
+	CloseTransientFile(fd);
+	pfree(path);
+
+	reln->pcs_format[forknum] =
+		(nread == sizeof(magic) && magic == PCS_MAGIC) ?
+		PCS_FORMAT_COMPRESSED : PCS_FORMAT_MD;
+	return reln->pcs_format[forknum];
+}
+
+/*
+ * Tell the checkpointer that a segment has been written, or fsync it here if
+ * the request queue is full, as md.c does for its segments.  The tag is md's:
+ * the sync handler opens the segment by name, which is the same for both.
+ */
+static void
+pcs_register_dirty(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
+				   PcsSegment *seg)
+{
+	FileTag		tag;
+
+	if (SmgrIsTemp(reln))
+		return;
+
+	memset(&tag, 0, sizeof(tag));
+	tag.handler = SYNC_HANDLER_MD;
+	tag.rlocator = reln->smgr_rlocator.locator;
+	tag.forknum = forknum;
+	tag.segno = segno;
+
+	if (!RegisterSyncRequest(&tag, SYNC_REQUEST, false))
+	{
+		if (FileSync(seg->vfd, WAIT_EVENT_DATA_FILE_SYNC) < 0)
+			ereport(data_sync_elevel(ERROR),
+					(errcode_for_file_access(),
+					 errmsg("could not fsync file \"%s\": %m",
+							FilePathName(seg->vfd))));
+	}
+}
+
+/* Write a new segment's header block and size the file to its data area */
+static void
+pcs_init_segment_file(File vfd, PcsAlgorithm algorithm, int level,
+					  bool sync)
+{
+	PGIOAlignedBlock block;
+
+	memset(block.data, 0, BLCKSZ);
+	pcs_header_init((PcsHeader *) block.data, algorithm, level);
+
+	if (FileWrite(vfd, block.data, PCS_HEADER_SIZE, 0,
+				  WAIT_EVENT_DATA_FILE_EXTEND) != PCS_HEADER_SIZE)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", FilePathName(vfd))));
+	/* the map stays a hole until entries are written */
+	if (FileTruncate(vfd, PCS_DATA_OFFSET, WAIT_EVENT_DATA_FILE_TRUNCATE) < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not extend file \"%s\": %m", FilePathName(vfd))));
+
+	/*
+	 * The header must be durable before any page written into the file can
+	 * be: a file without it would be taken for an md file after a crash.
+	 */
+	if (sync && FileSync(vfd, WAIT_EVENT_DATA_FILE_SYNC) < 0)
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m", FilePathName(vfd))));
+}
+
+/*
+ * Open segment segno of a compressed fork (creating it if create is true and
+ * it does not exist), map its header and map, and return it; NULL if it does
+ * not exist and create is false.
+ */
+static PcsSegment *
+pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
+		   bool create)
+{
+	PcsSegment *seg;
+	char	   *path;
+	File		vfd;
+	off_t		size;
+	void	   *mapping;
+	const char *problem;
+
+	if (segno < (BlockNumber) reln->pcs_num_segs[forknum] &&
+		reln->pcs_segs[forknum][segno] != NULL)
+		return reln->pcs_segs[forknum][segno];
+
+	path = pcs_segpath(reln, forknum, segno);
+	vfd = PathNameOpenFile(path, O_RDWR | PG_BINARY | (create ? O_CREAT : 0));
+	if (vfd < 0)
+	{
+		if (errno == ENOENT && !create)
+		{
+			pfree(path);
+			return NULL;
+		}
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", path)));
+	}
+
+	size = FileSize(vfd);
+	if (size < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek to end of file \"%s\": %m", path)));
+	if (size == 0 && create)
+	{
+		/* a new segment past the first: same settings as segment 0 */
+		PcsSegment *first = pcs_getseg(reln, forknum, 0, false);
+
+		Assert(segno > 0 && first != NULL);
+		pcs_init_segment_file(vfd, first->header->algorithm,
+							  first->header->level, !SmgrIsTemp(reln));
+		size = PCS_DATA_OFFSET;
+	}
+	if (size < PCS_DATA_OFFSET)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("compressed segment file \"%s\" is too short", path),
+				 errdetail("The file has %lld bytes; a compressed segment has at least %lld.",
+						   (long long) size, (long long) PCS_DATA_OFFSET)));
+
+	mapping = mmap(NULL, PCS_DATA_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED,
+				   FileGetRawDesc(vfd), 0);
+	if (mapping == MAP_FAILED)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not map file \"%s\": %m", path)));
+
+	problem = pcs_header_check((PcsHeader *) mapping);
+	if (problem != NULL)
+	{
+		munmap(mapping, PCS_DATA_OFFSET);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid compressed segment header in file \"%s\"", path),
+				 errdetail("%s.", problem)));
+	}
+
+	if (PcsCxt == NULL)
+		PcsCxt = AllocSetContextCreate(TopMemoryContext, "PcsSegments",
+									   ALLOCSET_SMALL_SIZES);
+	if (segno >= (BlockNumber) reln->pcs_num_segs[forknum])
+	{
+		int			n = Max(segno + 1, 4);
+
+		if (reln->pcs_segs[forknum] == NULL)
+			reln->pcs_segs[forknum] = MemoryContextAllocZero(PcsCxt, n * sizeof(PcsSegment *));
+		else
+		{
+			reln->pcs_segs[forknum] = repalloc(reln->pcs_segs[forknum], n * sizeof(PcsSegment *));
+			memset(reln->pcs_segs[forknum] + reln->pcs_num_segs[forknum], 0,
+				   (n - reln->pcs_num_segs[forknum]) * sizeof(PcsSegment *));
+		}
+		reln->pcs_num_segs[forknum] = n;
+	}
+	seg = MemoryContextAlloc(PcsCxt, sizeof(PcsSegment));
+	seg->vfd = vfd;
+	seg->header = (PcsHeader *) mapping;
+	seg->map = (PcsMapEntry *) ((char *) mapping + PCS_MAP_OFFSET);
+	seg->capacity = (uint32) ((size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT);
+	reln->pcs_segs[forknum][segno] = seg;
+	pfree(path);
+	return seg;
+}
+
+/* Unmap and close every open segment of a fork */
+static void
+pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
+{
+	for (int i = 0; i < reln->pcs_num_segs[forknum]; i++)
+	{
+		PcsSegment *seg = reln->pcs_segs[forknum][i];
+
+		if (seg == NULL)
+			continue;
+		munmap(seg->header, PCS_DATA_OFFSET);
+		FileClose(seg->vfd);
+		pfree(seg);
+	}
+	if (reln->pcs_segs[forknum] != NULL)
+		pfree(reln->pcs_segs[forknum]);
+	reln->pcs_segs[forknum] = NULL;
+	reln->pcs_num_segs[forknum] = 0;
+}
+
+/*
+ * Make sure the file holds units below limit.  The data area grows by a
+ * step of an eighth of its size (8 kB to 8 MB), with posix_fallocate, which
+ * never shrinks a file that a concurrent process grew further, and the new
+ * size is made durable before any map entry can point into it (README.pcs).
+ */
+static void
+pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
+{
+	off_t		size;
+	uint32		have;
+	uint32		grow;
+
+	if (limit <= seg->capacity)
+		return;
+
+	size = FileSize(seg->vfd);
+	if (size < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek to end of file \"%s\": %m",
+						FilePathName(seg->vfd))));
+	have = (uint32) ((size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT);
+	if (limit > have)
+	{
+		int			ret;
+
+		grow = Min(Max(have / 8, PCS_MIN_GROWTH_UNITS), PCS_MAX_GROWTH_UNITS);
+		grow = Max(grow, limit - have);
+		ret = FileFallocate(seg->vfd, pcs_unit_offset(have),
+							(off_t) grow << PCS_UNIT_SHIFT,
+							WAIT_EVENT_DATA_FILE_EXTEND);
+		if (ret != 0)
+			ret = FileZero(seg->vfd, pcs_unit_offset(have),
+						   (off_t) grow << PCS_UNIT_SHIFT,
+						   WAIT_EVENT_DATA_FILE_EXTEND);
+		if (ret != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not extend file \"%s\": %m",
+							FilePathName(seg->vfd)),
+					 errhint("Check free disk space.")));
+		if (!SmgrIsTemp(reln) &&
+			FileSync(seg->vfd, WAIT_EVENT_DATA_FILE_EXTEND) < 0)
+			ereport(data_sync_elevel(ERROR),
+					(errcode_for_file_access(),
+					 errmsg("could not fsync file \"%s\": %m",
+							FilePathName(seg->vfd))));
+		have += grow;
+	}
+	seg->capacity = have;
+}
+
+/*
+ * Hand out units fresh units in a segment.  The first allocation of a
+ * server generation starts at the end of the file, so that no unit an entry
+ * on disk may point to is handed out twice (README.pcs).
+ */
+static uint32
+pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
+{
+	uint32		gen = pcs_current_generation();
+	uint64		old = pg_atomic_read_u64(&seg->header->alloc);
+	uint32		first;
+
+	for (;;)
+	{
+		uint64		new;
+
+		if ((uint32) (old >> 32) == gen)
+			first = (uint32) old;
+		else
+		{
+			off_t		size = FileSize(seg->vfd);
+
+			if (size < 0)
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not seek to end of file \"%s\": %m",
+								FilePathName(seg->vfd))));
+			first = (uint32) ((size - PCS_DATA_OFFSET + PCS_UNIT_SIZE - 1) >> PCS_UNIT_SHIFT);
+		}
+		if ((uint64) first + units > PG_UINT32_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("compressed segment file \"%s\" is full",
+							FilePathName(seg->vfd)),
+					 errhint("Rewrite the relation with VACUUM FULL to reclaim its unused space.")));
+		new = ((uint64) gen << 32) | (first + units);
+		if (pg_atomic_compare_exchange_u64(&seg->header->alloc, &old, new))
+			break;
+	}
+	pcs_ensure_capacity(reln, seg, first + units);
+	return first;
+}
+
+/* The first unit not yet handed out in a segment, for entry checks */
+static inline uint32
+pcs_unit_limit(PcsSegment *seg)
+{
+	uint64		alloc = pg_atomic_read_u64(&seg->header->alloc);
+
+	/* before this generation's first allocation, the file end bounds it */
+	if ((uint32) (alloc >> 32) != pcs_current_generation())
+		return Max((uint32) alloc, seg->capacity);
+	return (uint32) alloc;
+}
+
+/* Blocks of a segment */
+static inline BlockNumber
+pcs_seg_nblocks(PcsSegment *seg)
+{
+	return pg_atomic_read_u32(&seg->header->nblocks);
+}
+
+/* Raise a segment's block count to at least n */
+static void
+pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
+{
+	uint32		old = pg_atomic_read_u32(&seg->header->nblocks);
+
+	while (old < n)
+	{
+		if (pg_atomic_compare_exchange_u32(&seg->header->nblocks, &old, n))
+			break;
+	}
+}
+
+/* Clear the entries of blocks [from, to) of a segment: they read as zeros */
+static void
+pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
+{
+	if (to > from)
+		memset(&seg->map[from], 0, (to - from) * sizeof(PcsMapEntry));
+}
+
+/* Read one block of a compressed fork into buffer */
+static void
+pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
+			   char *buffer)
+{
+	BlockNumber segno = blkno / RELSEG_SIZE;
+	BlockNumber segblock = blkno % RELSEG_SIZE;
+	PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
+	PcsMapEntry entry;
+	const char *problem = NULL;
+	PGIOAlignedBlock image;
+	int			nread;
+
+	if (seg == NULL || segblock >= pcs_seg_nblocks(seg))
+	{
+		/* as md.c: past the end is an error, but not where zeros are expected */
+		if (zero_damaged_pages || InRecovery)
+		{
+			memset(buffer, 0, BLCKSZ);
+			return;
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("could not read block %u in file \"%s\": block is past the end of the compressed segment",
+						blkno, relpath(reln->smgr_rlocator, forknum))));
+	}
+
+	/*
+	 * An entry is replaced only by the process writing the block, and the
+	 * buffer manager lets nobody read a block from disk while it writes it;
+	 * but a reader bypassing the buffer pool could meet a half-stored entry,
+	 * so a bad entry is read again before it is called corrupt.
+	 */
+	for (int tries = 0; tries < PCS_ENTRY_READ_TRIES; tries++)
+	{
+		entry = seg->map[segblock];
+		problem = pcs_entry_check(&entry, segblock, pcs_unit_limit(seg));
+		if (problem == NULL)
+			break;
+		pg_usleep(1000L);
+	}
+	if (problem == NULL && pcs_entry_is_empty(&entry))
+	{
+		memset(buffer, 0, BLCKSZ);
+		return;
+	}
+	if (problem == NULL)
+	{
+		nread = FileRead(seg->vfd, image.data, entry.stored,
+						 pcs_unit_offset(entry.first_unit),
+						 WAIT_EVENT_DATA_FILE_READ);
+		if (nread < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read block %u in file \"%s\": %m",
+							blkno, FilePathName(seg->vfd))));
+		if (nread != entry.stored)
+			problem = "the image is cut short by the end of the file";
+		else if (pcs_data_crc(image.data, entry.stored) != entry.data_crc)
+			problem = "checksum mismatch in the compressed image";
+		else if (entry.flags & PCS_ENTRY_RAW)
+			memcpy(buffer, image.data, BLCKSZ);
+		else
+			problem = pcs_decompress_page(seg->header->algorithm, image.data,
+										  entry.stored, buffer);
+	}
+	if (problem == NULL)
+		return;
+
+	if (zero_damaged_pages)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid compressed page in block %u of relation %s; zeroing out page",
+						blkno, relpath(reln->smgr_rlocator, forknum)),
+				 errdetail("%s.", problem)));
+		memset(buffer, 0, BLCKSZ);
+		return;
+	}
+	pcs_block_corrupt(reln, forknum, blkno, problem);
+}
+
+/*
+ * Write one block of a compressed fork: in place if its allocation holds the
+ * new image, else into fresh units, then switch the entry.  extend says the
+ * block may lie past the segment's end, which then moves.
+ */
+static void
+pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
+				const char *buffer, bool skipFsync, bool extend)
+{
+	BlockNumber segno = blkno / RELSEG_SIZE;
+	BlockNumber segblock = blkno % RELSEG_SIZE;
+	PcsSegment *seg = pcs_getseg(reln, forknum, segno, extend);
+	PGIOAlignedBlock page;
+	PGIOAlignedBlock image;
+	PcsMapEntry old;
+	PcsMapEntry entry;
+	const char *src;
+	int			len;
+	int			units;
+	uint32		first;
+	bool		raw;
+	BlockNumber nblocks;
+
+	if (seg == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write block %u in file \"%s\": segment does not exist",
+						blkno, relpath(reln->smgr_rlocator, forknum))));
+
+	/*
+	 * Work on a copy: hint bits may change in a shared buffer while it is
+	 * written, and the image, its CRC and what reaches disk must agree.
+	 */
+	memcpy(page.data, buffer, BLCKSZ);
+	len = pcs_compress_page(seg->header->algorithm, seg->header->level,
+							page.data, image.data, BLCKSZ);
+	raw = (len < 0);
+	if (raw)
+	{
+		src = page.data;
+		len = BLCKSZ;
+	}
+	else
+		src = image.data;
+
+	nblocks = pcs_seg_nblocks(seg);
+	old = seg->map[segblock];
+	if (segblock < nblocks && !pcs_entry_is_empty(&old) &&
+		pcs_entry_check(&old, segblock, pcs_unit_limit(seg)) == NULL &&
+		old.units >= pcs_units_for(len))
+	{
+		first = old.first_unit;
+		units = old.units;
+	}
+	else
+	{
+		units = pcs_units_to_allocate(len);
+		first = pcs_allocate(reln, seg, units);
+	}
+
+	if (FileWrite(seg->vfd, src, len, pcs_unit_offset(first),
+				  extend ? WAIT_EVENT_DATA_FILE_EXTEND : WAIT_EVENT_DATA_FILE_WRITE) != len)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write block %u in file \"%s\": %m",
+						blkno, FilePathName(seg->vfd)),
+				 errhint("Check free disk space.")));
+
+	pcs_entry_set(&entry, segblock, first, len, units, raw,
+				  pcs_data_crc(src, len));
+	seg->map[segblock] = entry;
+
+	if (extend && segblock >= nblocks)
+	{
+		/* blocks skipped over read as zeros, as in an md file with a hole */
+		pcs_seg_clear(seg, nblocks, segblock);
+		pcs_seg_raise_nblocks(seg, segblock + 1);
+	}
+
+	if (!skipFsync)
+		pcs_register_dirty(reln, forknum, segno, seg);
+}
+
+/*
+ * The size of a file as size functions report it: for a compressed segment
+ * the bytes the file system allocated to it (its map is mostly a hole, and
+ * its data area is the point), for any other file its length.
+ */
+off_t
+pcs_file_size(const char *path, const struct stat *st)
+{
+	uint64		magic = 0;
+	int			fd;
+
+	if (!S_ISREG(st->st_mode) || st->st_size < PCS_DATA_OFFSET)
+		return st->st_size;
+
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+		return st->st_size;		/* gone meanwhile: as stat saw it */
+	if (pg_pread(fd, &magic, sizeof(magic), 0) != sizeof(magic))
+		magic = 0;
+	CloseTransientFile(fd);
+
+	return magic == PCS_MAGIC ? (off_t) st->st_blocks * 512 : st->st_size;
+}
+
+/*
+ * smgr callbacks.  Each passes md forks to md.c and handles compressed ones.
+ */
+
+/* pcs_open: prepare the per-fork state of a new SMgrRelation */
+void
+pcs_open(SMgrRelation reln)
+{
+	for (int fork = 0; fork <= MAX_FORKNUM; fork++)
+	{
+		reln->pcs_format[fork] = PCS_FORMAT_UNKNOWN;
+		reln->pcs_num_segs[fork] = 0;
+		reln->pcs_segs[fork] = NULL;
+	}
+	mdopen(reln);
+}
+
+/* pcs_close: close a fork; its format is looked up again on next use */
+void
+pcs_close(SMgrRelation reln, ForkNumber forknum)
+{
+	pcs_close_segments(reln, forknum);
+	reln->pcs_format[forknum] = PCS_FORMAT_UNKNOWN;
+	mdclose(reln, forknum);
+}
+
+/*
+ * pcs_create: create a fork, compressed if its tablespace is.  In redo the
+ * file may exist already; an empty one gets its header now.
+ */
+void
+pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
+{
+	PcsAlgorithm algorithm;
+	int			level;
+	char	   *path;
+	File		vfd;
+
+	if (!pcs_tablespace_settings(reln->smgr_rlocator.locator.spcOid,
+								 &algorithm, &level))
+	{
+		mdcreate(reln, forknum, isRedo);
+		return;
+	}
+
+	if (isRedo && pcs_is_compressed(reln, forknum))
+		return;
+
+	mdcreate(reln, forknum, isRedo);
+
+	path = relpath(reln->smgr_rlocator, forknum);
+	vfd = PathNameOpenFile(path, O_RDWR | PG_BINARY);
+	if (vfd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", path)));
+	if (FileSize(vfd) == 0)
+		pcs_init_segment_file(vfd, algorithm, level, !SmgrIsTemp(reln));
+	FileClose(vfd);
+	pfree(path);
+
+	pcs_close_segments(reln, forknum);
+	reln->pcs_format[forknum] = PCS_FORMAT_UNKNOWN;
+}
+
+/* pcs_exists: does the fork exist? The same question for both formats. */
+bool
+pcs_exists(SMgrRelation reln, ForkNumber forknum)
+{
+	return mdexists(reln, forknum);
+}
+
+/* pcs_unlink: md.c removes the segments, which are named alike */
+void
+pcs_unlink(RelFileLocatorBackend rlocator, ForkNumber forknum, bool isRedo)
+{
+	mdunlink(rlocator, forknum, isRedo);
+}
+
+/* pcs_extend: add a block at the end of a fork */
+void
+pcs_extend(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
+		   const void *buffer, bool skipFsync)
+{
+	if (!pcs_is_compressed(reln, forknum))
+	{
+		mdextend(reln, forknum, blocknum, buffer, skipFsync);
+		return;
+	}
+	pcs_write_block(reln, forknum, blocknum, buffer, skipFsync, true);
+}
+
+/*
+ * pcs_zeroextend: add zero blocks at the end of a fork.  For a compressed
+ * fork that only moves the end: a block without storage reads as zeros.
+ */
+void
+pcs_zeroextend(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
+			   int nblocks, bool skipFsync)
+{
+	BlockNumber end = blocknum + nblocks;
+
+	if (!pcs_is_compressed(reln, forknum))
+	{
+		mdzeroextend(reln, forknum, blocknum, nblocks, skipFsync);
+		return;
+	}
+
+	while (blocknum < end)
+	{
+		BlockNumber segno = blocknum / RELSEG_SIZE;
+		BlockNumber from = blocknum % RELSEG_SIZE;
+		BlockNumber to = Min(RELSEG_SIZE, from + (end - blocknum));
+		PcsSegment *seg = pcs_getseg(reln, forknum, segno, true);
+		BlockNumber cur = pcs_seg_nblocks(seg);
+
+		/* entries past the old end mean nothing: clear them first */
+		pcs_seg_clear(seg, Min(cur, from), to);
+		pcs_seg_raise_nblocks(seg, to);
+		if (!skipFsync)
+			pcs_register_dirty(reln, forknum, segno, seg);
+		blocknum += to - from;
+	}
+}
+
+/* pcs_prefetch: start reading the images of blocks */
+bool
+pcs_prefetch(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
+			 int nblocks)
+{
+#ifdef USE_PREFETCH
+	if (!pcs_is_compressed(reln, forknum))
+		return mdprefetch(reln, forknum, blocknum, nblocks);
+
+	for (int i = 0; i < nblocks; i++)
+	{
+		BlockNumber blkno = blocknum + i;
+		PcsSegment *seg = pcs_getseg(reln, forknum, blkno / RELSEG_SIZE, false);
+		PcsMapEntry entry;
+
+		if (seg == NULL)
+			return false;
+		entry = seg->map[blkno % RELSEG_SIZE];
+		if (!pcs_entry_is_empty(&entry))
+			(void) FilePrefetch(seg->vfd, pcs_unit_offset(entry.first_unit),
+								entry.stored, WAIT_EVENT_DATA_FILE_PREFETCH);
+	}
+	return true;
+#else
+	if (!pcs_is_compressed(reln, forknum))
+		return mdprefetch(reln, forknum, blocknum, nblocks);
+	return true;
+#endif
+}
+
+/* pcs_readv: read consecutive blocks */
+void
+pcs_readv(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
+		  void **buffers, BlockNumber nblocks)
+{
+	if (!pcs_is_compressed(reln, forknum))
+	{
+		mdreadv(reln, forknum, blocknum, buffers, nblocks);
+		return;
+	}
+	for (BlockNumber i = 0; i < nblocks; i++)
+		pcs_read_block(reln, forknum, blocknum + i, buffers[i]);
+}
+
+/* pcs_writev: write consecutive existing blocks */
+void
+pcs_writev(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
+		   const void **buffers, BlockNumber nblocks, bool skipFsync)
+{
+	if (!pcs_is_compressed(reln, forknum))
+	{
+		mdwritev(reln, forknum, blocknum, buffers, nblocks, skipFsync);
+		return;
+	}
+	for (BlockNumber i = 0; i < nblocks; i++)
+		pcs_write_block(reln, forknum, blocknum + i, buffers[i], skipFsync,
+						false);
+}
+
+/*
+ * pcs_writeback: a hint to start writing back dirty data.  For compressed
+ * forks it is left to the checkpointer's fsync: the images of logically
+ * adjacent blocks need not be adjacent on disk.
+ */
+void
+pcs_writeback(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
+			  BlockNumber nblocks)
+{
+	if (!pcs_is_compressed(reln, forknum))
+		mdwriteback(reln, forknum, blocknum, nblocks);
+}
+
+/* pcs_nblocks: the logical size of a fork, from its segment headers */
+BlockNumber
+pcs_nblocks(SMgrRelation reln, ForkNumber forknum)
+{
+	BlockNumber total = 0;
+
+	if (!pcs_is_compressed(reln, forknum))
+		return mdnblocks(reln, forknum);
+
+	for (BlockNumber segno = 0;; segno++)
+	{
+		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
+		BlockNumber n;
+
+		if (seg == NULL)
+		{
+			if (segno == 0)
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not open file \"%s\": %m",
+								relpath(reln->smgr_rlocator, forknum))));
+			break;
+		}
+		n = pcs_seg_nblocks(seg);
+		total += n;
+		if (n < RELSEG_SIZE)
+			break;
+	}
+	return total;
+}
+
+/*
+ * pcs_truncate: cut a fork to nblocks.  The block counts go down and the
+ * entries past them are cleared; the units they used stay allocated until
+ * the relation is rewritten, because a map that no longer references them
+ * may not be durable yet (README.pcs).
+ */
+void
+pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
+			 BlockNumber nblocks)
+{
+	if (!pcs_is_compressed(reln, forknum))
+	{
+		mdtruncate(reln, forknum, old_blocks, nblocks);
+		return;
+	}
+
+	for (BlockNumber segno = nblocks / RELSEG_SIZE;
+		 (uint64) segno * RELSEG_SIZE < old_blocks; segno++)
+	{
+		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
+		BlockNumber keep;
+		BlockNumber cur;
+
+		if (seg == NULL)
+			break;
+		keep = (nblocks > segno * RELSEG_SIZE) ?
+			Min(nblocks - segno * RELSEG_SIZE, RELSEG_SIZE) : 0;
+		cur = pcs_seg_nblocks(seg);
+		if (cur > keep)
+		{
+			pg_atomic_write_u32(&seg->header->nblocks, keep);
+			pcs_seg_clear(seg, keep, cur);
+			pcs_register_dirty(reln, forknum, segno, seg);
+		}
+	}
+}
+
+/* pcs_immedsync: fsync every segment of a fork now */
+void
+pcs_immedsync(SMgrRelation reln, ForkNumber forknum)
+{
+	if (!pcs_is_compressed(reln, forknum))
+	{
+		mdimmedsync(reln, forknum);
+		return;
+	}
+	for (BlockNumber segno = 0;; segno++)
+	{
+		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
+
+		if (seg == NULL)
+			break;
+		if (FileSync(seg->vfd, WAIT_EVENT_DATA_FILE_IMMEDIATE_SYNC) < 0)
+			ereport(data_sync_elevel(ERROR),
+					(errcode_for_file_access(),
+					 errmsg("could not fsync file \"%s\": %m",
+							FilePathName(seg->vfd))));
+	}
+}
+
+/* pcs_registersync: ask the checkpointer to fsync every segment of a fork */
+void
+pcs_registersync(SMgrRelation reln, ForkNumber forknum)
+{
+	if (!pcs_is_compressed(reln, forknum))
+	{
+		mdregistersync(reln, forknum);
+		return;
+	}
+	for (BlockNumber segno = 0;; segno++)
+	{
+		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
+
+		if (seg == NULL)
+			break;
+		pcs_register_dirty(reln, forknum, segno, seg);
+	}
+}

@@ -1,0 +1,228 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs_tablespace.c
+ *	  Compressed tablespaces: the compression option of CREATE TABLESPACE,
+ *	  the marker file that carries it to the storage manager, and its WAL.
+ *
+ * The storage manager cannot read pg_tablespace (the checkpointer and the
+ * startup process have no catalog access), so CREATE TABLESPACE leaves the
+ * settings in a marker file in the tablespace's version directory, and the
+ * XLOG_TBLSPC_CREATE record carries them to standbys, which write the same
+ * marker.  The settings are appended after the record's path, where a
+ * server without pgstrata does not look.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * IDENTIFICATION
+ *	  src/backend/storage/smgr/pcs_tablespace.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "access/reloptions.h"
+#include "access/xlog.h"
+#include "access/xloginsert.h"
+#include "access/xlogreader.h"
+#include "commands/defrem.h"
+#include "commands/tablespace.h"
+#include "common/relpath.h"
+#include "storage/fd.h"
+#include "storage/pcs.h"
+#include "utils/builtins.h"
+
+/* What XLOG_TBLSPC_CREATE carries after the path */
+typedef struct PcsTablespaceWal
+{
+	uint32		magic;			/* PCS_TABLESPACE_WAL_MAGIC */
+	uint8		algorithm;		/* PcsAlgorithm */
+	int8		level;
+} PcsTablespaceWal;
+
+#define PCS_TABLESPACE_WAL_MAGIC	0x50435331	/* "PCS1" */
+
+/* Registered with XLogRegisterData, so it must outlive the call */
+static PcsTablespaceWal pcs_wal_data;
+
+/* Parse a value of the compression option; false if it is not one */
+static bool
+pcs_parse_compression(const char *value, PcsAlgorithm *algorithm)
+{
+	bool		on;
+
+	if (pcs_algorithm_from_name(value, algorithm))
+		return true;
+	if (parse_bool(value, &on))
+	{
+		*algorithm = on ? PCS_ALGO_ZSTD : PCS_ALGO_NONE;
+		return true;
+	}
+	return false;
+}
+
+/* Validator of the compression reloption */
+void
+pcs_validate_compression_option(const char *value)
+{
+	PcsAlgorithm algorithm;
+
+	if (value == NULL || !pcs_parse_compression(value, &algorithm))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for option \"compression\": \"%s\"",
+						value ? value : ""),
+				 errdetail("Valid values are \"zstd\", \"lz4\", \"none\", true (zstd) and false (none).")));
+#ifndef USE_ZSTD
+	if (algorithm == PCS_ALGO_ZSTD)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("compression method zstd not supported"),
+				 errdetail("This functionality requires the server to be built with zstd support.")));
+#endif
+#ifndef USE_LZ4
+	if (algorithm == PCS_ALGO_LZ4)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("compression method lz4 not supported"),
+				 errdetail("This functionality requires the server to be built with lz4 support.")));
+#endif
+}
+
+/*
+ * Check the options of a new tablespace and return its compression
+ * settings.  A compressed tablespace needs every page write covered by a
+ * full-page image since the last checkpoint (README.pcs), so it requires
+ * full_page_writes and WAL-logged hint bits.
+ */
+void
+pcs_check_tablespace_options(Datum options, PcsAlgorithm *algorithm,
+							 int *level)
+{
+	TableSpaceOpts *opts = (TableSpaceOpts *) tablespace_reloptions(options, false);
+	bool		level_given = false;
+	List	   *list = untransformRelOptions(options);
+	ListCell   *lc;
+
+	*algorithm = PCS_ALGO_NONE;
+	*level = PCS_ZSTD_DEFAULT_LEVEL;
+	if (opts == NULL)
+		return;
+
+	if (opts->compression_offset != 0)
+		(void) pcs_parse_compression((char *) opts + opts->compression_offset,
+									 algorithm);
+	*level = opts->compression_level;
+
+	foreach(lc, list)
+	{
+		if (strcmp(((DefElem *) lfirst(lc))->defname, "compression_level") == 0)
+			level_given = true;
+	}
+	if (level_given && *algorithm != PCS_ALGO_ZSTD)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"compression_level\" requires compression = 'zstd'")));
+
+	if (*algorithm == PCS_ALGO_NONE)
+		return;
+
+	if (!fullPageWrites)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("compressed tablespaces require full_page_writes"),
+				 errdetail("A compressed page is rewritten as a whole; only a full-page image in WAL can repair one torn by a crash."),
+				 errhint("Set full_page_writes = on.")));
+	if (!XLogHintBitIsNeeded())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("compressed tablespaces require wal_log_hints or data checksums"),
+				 errdetail("A page whose only change is a hint bit is rewritten compressed as a whole, so that change must be covered by a full-page image in WAL too."),
+				 errhint("Set wal_log_hints = on in postgresql.conf and restart the server.")));
+}
+
+/* Path of a tablespace's version directory, palloc'd */
+static char *
+pcs_version_dir(Oid tablespaceoid)
+{
+	return psprintf("pg_tblspc/%u/%s", tablespaceoid,
+					TABLESPACE_VERSION_DIRECTORY);
+}
+
+/* Leave the marker of a new compressed tablespace, after its directories */
+void
+pcs_create_tablespace(Oid tablespaceoid, PcsAlgorithm algorithm, int level)
+{
+	char	   *dir;
+
+	if (algorithm == PCS_ALGO_NONE)
+		return;
+	dir = pcs_version_dir(tablespaceoid);
+	pcs_write_tablespace_marker(dir, algorithm, level);
+	pfree(dir);
+}
+
+/* Append the compression settings to XLOG_TBLSPC_CREATE being assembled */
+void
+pcs_log_tablespace(PcsAlgorithm algorithm, int level)
+{
+	if (algorithm == PCS_ALGO_NONE)
+		return;
+	pcs_wal_data.magic = PCS_TABLESPACE_WAL_MAGIC;
+	pcs_wal_data.algorithm = (uint8) algorithm;
+	pcs_wal_data.level = (int8) level;
+	XLogRegisterData((char *) &pcs_wal_data, sizeof(pcs_wal_data));
+}
+
+/* Replay: write the marker if XLOG_TBLSPC_CREATE carries settings */
+void
+pcs_redo_tablespace(XLogReaderState *record, Oid tablespaceoid)
+{
+	xl_tblspc_create_rec *xlrec = (xl_tblspc_create_rec *) XLogRecGetData(record);
+	Size		used = offsetof(xl_tblspc_create_rec, ts_path) +
+		strlen(xlrec->ts_path) + 1;
+	PcsTablespaceWal wal;
+
+	if (XLogRecGetDataLen(record) < used + sizeof(wal))
+		return;
+	memcpy(&wal, XLogRecGetData(record) + used, sizeof(wal));
+	if (wal.magic != PCS_TABLESPACE_WAL_MAGIC)
+		return;
+	pcs_create_tablespace(tablespaceoid, (PcsAlgorithm) wal.algorithm,
+						  wal.level);
+}
+
+/* Remove the marker of a tablespace being dropped (no error in redo) */
+void
+pcs_remove_tablespace_marker(const char *versiondir, bool redo)
+{
+	char	   *path = psprintf("%s/%s", versiondir, PCS_MARKER_FILE);
+
+	if (unlink(path) < 0 && errno != ENOENT)
+		ereport(redo ? LOG : ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", path)));
+	pfree(path);
+}
+
+/* ALTER TABLESPACE may not change or reset the compression settings */
+void
+pcs_check_alter_tablespace(const char *name, List *options)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "compression") == 0 ||
+			strcmp(def->defname, "compression_level") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot change option \"%s\" of tablespace \"%s\"",
+							def->defname, name),
+					 errdetail("The compression of a tablespace is fixed when it is created."),
+					 errhint("Create a tablespace with the compression you want and move relations to it with ALTER TABLE ... SET TABLESPACE.")));
+	}
+}

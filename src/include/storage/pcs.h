@@ -1,0 +1,80 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs.h
+ *	  Page-compressed storage: the storage manager of compressed tablespaces.
+ *
+ * pcs.c is the storage manager of every relation: it handles compressed
+ * forks and passes all others to md.c.  See src/backend/storage/smgr/README.pcs.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * src/include/storage/pcs.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PCS_H
+#define PCS_H
+
+#include "nodes/pg_list.h"
+#include "storage/block.h"
+#include "storage/pcs_format.h"
+#include "storage/relfilelocator.h"
+#include "storage/smgr.h"
+
+/* In a tablespace's version directory: its compression settings */
+#define PCS_MARKER_FILE		"pgstrata_compression"
+
+/* Index of pcs in smgr.c's table of storage managers */
+#define PCS_SMGR_ID			1
+
+/* smgr callbacks */
+extern void pcs_open(SMgrRelation reln);
+extern void pcs_close(SMgrRelation reln, ForkNumber forknum);
+extern void pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo);
+extern bool pcs_exists(SMgrRelation reln, ForkNumber forknum);
+extern void pcs_unlink(RelFileLocatorBackend rlocator, ForkNumber forknum,
+					   bool isRedo);
+extern void pcs_extend(SMgrRelation reln, ForkNumber forknum,
+					   BlockNumber blocknum, const void *buffer, bool skipFsync);
+extern void pcs_zeroextend(SMgrRelation reln, ForkNumber forknum,
+						   BlockNumber blocknum, int nblocks, bool skipFsync);
+extern bool pcs_prefetch(SMgrRelation reln, ForkNumber forknum,
+						 BlockNumber blocknum, int nblocks);
+extern void pcs_readv(SMgrRelation reln, ForkNumber forknum,
+					  BlockNumber blocknum, void **buffers,
+					  BlockNumber nblocks);
+extern void pcs_writev(SMgrRelation reln, ForkNumber forknum,
+					   BlockNumber blocknum, const void **buffers,
+					   BlockNumber nblocks, bool skipFsync);
+extern void pcs_writeback(SMgrRelation reln, ForkNumber forknum,
+						  BlockNumber blocknum, BlockNumber nblocks);
+extern BlockNumber pcs_nblocks(SMgrRelation reln, ForkNumber forknum);
+extern void pcs_truncate(SMgrRelation reln, ForkNumber forknum,
+						 BlockNumber old_blocks, BlockNumber nblocks);
+extern void pcs_immedsync(SMgrRelation reln, ForkNumber forknum);
+extern void pcs_registersync(SMgrRelation reln, ForkNumber forknum);
+
+/* sizes (pcs.c) */
+struct stat;
+extern off_t pcs_file_size(const char *path, const struct stat *st);
+
+/* compressed tablespaces (pcs.c) */
+extern bool pcs_tablespace_settings(Oid spcOid, PcsAlgorithm *algorithm,
+									int *level);
+extern void pcs_write_tablespace_marker(const char *versiondir,
+										PcsAlgorithm algorithm, int level);
+
+/* compressed tablespaces (pcs_tablespace.c) */
+struct XLogReaderState;
+extern void pcs_validate_compression_option(const char *value);
+extern void pcs_check_tablespace_options(Datum options,
+										 PcsAlgorithm *algorithm, int *level);
+extern void pcs_create_tablespace(Oid tablespaceoid, PcsAlgorithm algorithm,
+								  int level);
+extern void pcs_log_tablespace(PcsAlgorithm algorithm, int level);
+extern void pcs_redo_tablespace(struct XLogReaderState *record,
+								Oid tablespaceoid);
+extern void pcs_remove_tablespace_marker(const char *versiondir, bool redo);
+extern void pcs_check_alter_tablespace(const char *name, List *options);
+
+#endif							/* PCS_H */
