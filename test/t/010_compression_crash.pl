@@ -1,0 +1,235 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# Compressed tablespaces survive crashes, replicate, and refuse bad bytes:
+#
+# - kill -9 of the server under concurrent writes and during a checkpoint,
+#   then restart: amcheck (verify_heapam, bt_index_check with heapallindexed)
+#   is clean and index and heap agree on every row;
+# - a streaming standby, made by pg_basebackup, gives the same answers and
+#   stores the same relations compressed;
+# - bytes flipped on disk in a page image, in a map entry and in a segment
+#   header give ERRCODE_DATA_CORRUPTED naming relation and block, and the
+#   server stays up.
+
+use strict;
+use warnings FATAL => 'all';
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $magic = pack('H*', '50435331ffffff7f');
+my $data_offset = 4096 + 131072 * 16;    # header block + map (README.pcs)
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1);
+$primary->append_conf('postgresql.conf', qq(
+wal_log_hints = on
+allow_in_place_tablespaces = on
+checkpoint_timeout = 1h
+restart_after_crash = on
+log_statement = none
+));
+$primary->start;
+
+$primary->safe_psql('postgres', q(
+CREATE EXTENSION amcheck;
+CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
+CREATE TABLE t (id int PRIMARY KEY USING INDEX TABLESPACE cts,
+	k int, v text) TABLESPACE cts;
+CREATE INDEX t_k ON t (k) TABLESPACE cts;
+INSERT INTO t SELECT g, g % 1000, md5(g::text) FROM generate_series(1, 50000) g;
+CREATE DATABASE cdb TABLESPACE cts;
+));
+$primary->safe_psql('cdb', 'CREATE SEQUENCE s; SELECT nextval(\'s\');');
+
+# file_head(NODE, DB, REL): the first 8 bytes of a relation's segment 0
+sub file_head
+{
+	my ($node, $db, $rel) = @_;
+	my $path = $node->data_dir . '/'
+	  . $node->safe_psql($db, "SELECT pg_relation_filepath('$rel')");
+	open my $fh, '<:raw', $path or die "open $path: $!";
+	read $fh, my $head, 8;
+	close $fh;
+	return $head;
+}
+
+is(file_head($primary, 'postgres', 't'), $magic, 'the table is compressed');
+is(file_head($primary, 'postgres', 't_k'), $magic, 'its index is compressed');
+is(file_head($primary, 'cdb', 's'), $magic,
+	'a sequence of a database in the tablespace is compressed');
+
+# A standby from a base backup, streaming.
+$primary->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->start;
+
+# Concurrent writers: updates that move rows between pages and inserts, so
+# that pages grow, shrink and get relocated, while a checkpoint runs.
+my $script = $primary->basedir . '/writes.sql';
+PostgreSQL::Test::Utils::append_to_file($script, q(
+\set id random(1, 50000)
+UPDATE t SET k = k + 1, v = v || 'x' WHERE id = :id;
+INSERT INTO t (id, k, v) VALUES (50000 + :client_id * 1000000 + :id * 10 + random(0, 9), :id % 1000, repeat(md5(:id::text), 3)) ON CONFLICT DO NOTHING;
+));
+# check_consistent(NODE, LABEL): amcheck is clean, heap and index agree
+sub check_consistent
+{
+	my ($node, $label) = @_;
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM verify_heapam(\'t\')'),
+		'0', "$label: verify_heapam finds nothing");
+	is( $node->safe_psql('postgres',
+			"SELECT bt_index_check('t_pkey', true), bt_index_check('t_k', true)"),
+		'|', "$label: bt_index_check with heapallindexed passes");
+	my $seq = $node->safe_psql('postgres',
+		'SET enable_indexscan = off; SET enable_bitmapscan = off; '
+		  . 'SELECT count(*), sum(id::bigint), sum(length(v)) FROM t');
+	my $idx = $node->safe_psql('postgres',
+		'SET enable_seqscan = off; SET enable_bitmapscan = off; '
+		  . 'SELECT count(*), sum(id::bigint), sum(length(v)) FROM t WHERE id >= -2147483648');
+	is($seq, $idx, "$label: a heap scan and an index scan see the same rows");
+	return $seq;
+}
+
+# run_writers(SECONDS): start the writers in the background
+sub run_writers
+{
+	my ($seconds) = @_;
+	my ($out, $err) = ('', '');
+	return IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', '4', '-T', $seconds, '-f', $script,
+			'-h', $primary->host, '-p', $primary->port, 'postgres'
+		],
+		'>', \$out, '2>', \$err);
+}
+
+# Crash 1: the checkpointer is killed in the middle of a checkpoint, under
+# the writers; the postmaster then restarts every process and recovers.
+my $bench = run_writers(60);
+usleep(3_000_000);
+my $ckpt_pid = $primary->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'");
+my $ckpt = IPC::Run::start(
+	[ 'psql', '-X', '-h', $primary->host, '-p', $primary->port,
+	  '-c', 'CHECKPOINT', 'postgres' ],
+	'>', \my $cout, '2>', \my $cerr);
+usleep(200_000);
+kill 'KILL', $ckpt_pid;
+$ckpt->finish;
+$bench->finish;
+$primary->poll_query_until('postgres', 'SELECT 1', '1')
+  or die 'the server did not come back after the crash';
+ok(1, 'the server restarted after the checkpointer was killed mid-checkpoint');
+check_consistent($primary, 'after killing the checkpointer');
+
+# Crash 2: an immediate shutdown (no checkpoint, as after kill -9) under
+# the writers, then a restart.
+$bench = run_writers(60);
+usleep(3_000_000);
+$primary->stop('immediate');
+$bench->finish;
+$primary->start;
+
+my $after_crash = check_consistent($primary, 'after an immediate shutdown');
+cmp_ok((split /\|/, $after_crash)[0], '>=', 50000, 'no committed row was lost');
+
+# The standby catches up and answers the same.
+$primary->safe_psql('postgres', 'INSERT INTO t VALUES (-1, 0, \'marker\')');
+$primary->wait_for_catchup($standby);
+my $query = q(SELECT md5(string_agg(id || ':' || k || ':' || v, ',' ORDER BY id)) FROM t);
+is($standby->safe_psql('postgres', $query),
+	$primary->safe_psql('postgres', $query),
+	'the standby answers as the primary');
+is(file_head($standby, 'postgres', 't'), $magic,
+	'the standby stores the table compressed');
+ok( -f $standby->data_dir . '/pg_tblspc/'
+	  . $primary->safe_psql('postgres',
+		"SELECT oid FROM pg_tablespace WHERE spcname = 'cts'")
+	  . '/PG_17_202406281/pgstrata_compression',
+	'the standby has the tablespace marker');
+check_consistent($standby, 'standby');
+
+# Corruption: a small table, flipped on disk while the server is down.
+$primary->safe_psql('postgres', q(
+CREATE TABLE c (id int, v text) TABLESPACE cts;
+INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 2000) g;
+CHECKPOINT;
+));
+my $cpath = $primary->data_dir . '/'
+  . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('c')");
+$primary->stop;
+
+# entry(N): the map entry of block N as (first unit, stored bytes)
+sub entry
+{
+	my ($n) = @_;
+	open my $fh, '<:raw', $cpath or die;
+	seek $fh, 4096 + 16 * $n, 0;
+	read $fh, my $e, 16;
+	close $fh;
+	my ($first, $stored) = unpack('V v', $e);
+	return ($first, $stored);
+}
+
+# flip(OFFSET): invert one byte of the file
+sub flip
+{
+	my ($offset) = @_;
+	open my $fh, '+<:raw', $cpath or die;
+	seek $fh, $offset, 0;
+	read $fh, my $b, 1;
+	seek $fh, $offset, 0;
+	print $fh chr(ord($b) ^ 0xff);
+	close $fh;
+}
+
+my ($first, $stored) = entry(0);
+flip($data_offset + $first * 512 + int($stored / 2));    # block 0's image
+flip(4096 + 16 * 1 + 5);                                  # block 1's entry
+$primary->start;
+
+# read_block(N): an error reading block N of c, or '' if it reads
+sub read_block
+{
+	my ($n) = @_;
+	my ($ret, $stdout, $stderr) = $primary->psql('postgres',
+		"SELECT count(*) FROM c WHERE ctid >= '($n,0)' AND ctid < '($n,1000)'",
+		extra_params => ['-v', 'VERBOSITY=verbose']);
+	return $stderr;
+}
+
+my $e0 = read_block(0);
+like($e0, qr/ERROR:  XX001: invalid compressed page in block 0 of relation pg_tblspc\/\d+\/PG_17_\d+\/\d+\/\d+/,
+	'a flipped byte in a page image is a data-corruption error naming relation and block');
+like($e0, qr/checksum mismatch in the compressed image/, 'and saying why');
+my $e1 = read_block(1);
+like($e1, qr/ERROR:  XX001: invalid compressed page in block 1 of relation/,
+	'a flipped byte in a map entry is a data-corruption error');
+like($e1, qr/checksum mismatch in compressed block map entry/, 'and saying why');
+is(read_block(2), '', 'an intact block of the same relation still reads');
+is($primary->safe_psql('postgres', 'SELECT count(*) > 0 FROM t'),
+	't', 'the server is up and answers');
+
+# zero_damaged_pages keeps its meaning.
+my ($ret, $stdout, $stderr) = $primary->psql('postgres',
+	"SET zero_damaged_pages = on; SELECT count(*) FROM c WHERE ctid < '(1,0)'");
+like($stderr, qr/WARNING:  invalid compressed page in block 0 .*; zeroing out page/,
+	'with zero_damaged_pages the page is zeroed with a warning');
+
+# A damaged segment header.
+$primary->stop;
+flip(20);    # inside the fields covered by the header CRC
+$primary->start;
+$stderr = read_block(2);
+like($stderr, qr/ERROR:  XX001: invalid compressed segment header in file/,
+	'a flipped byte in the segment header is a data-corruption error');
+is($primary->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');
+
+$standby->stop;
+$primary->stop;
+done_testing();
