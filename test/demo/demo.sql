@@ -15,7 +15,8 @@ SELECT version();
 SELECT feature, CASE WHEN available THEN 'yes' ELSE 'not yet' END AS available
 FROM (VALUES
 	('compressed tablespaces (CREATE TABLESPACE ... WITH (compression))',
-	 false),
+	 EXISTS (SELECT FROM pg_catalog.pg_settings WHERE name = 'wal_log_hints')
+	 AND pg_catalog.version() ~ 'pgstrata'),
 	('bulk I/O settings (polar_bulk_read_size and friends)',
 	 EXISTS (SELECT FROM pg_settings WHERE name = 'polar_bulk_read_size')),
 	('refdata table access method (CREATE EXTENSION refdata)',
@@ -56,7 +57,33 @@ SELECT (SELECT md5(string_agg(body, '' ORDER BY name)) FROM docs_pglz) =
 	AS same_text_back;
 
 \echo
-\echo '=== Compressed tablespaces (not in this build yet: expect an error)'
-\set ON_ERROR_STOP 0
+\echo '=== Compressed tablespaces: a plain and a compressed database, same data'
 CREATE TABLESPACE cts LOCATION :'tsdir' WITH (compression = 'zstd');
-\set ON_ERROR_STOP 1
+\db+ cts
+CREATE DATABASE plain;
+CREATE DATABASE compressed TABLESPACE cts;
+\c compressed
+-- a sysbench-style table: oltp_read_only's sbtest layout and value pattern
+CREATE TABLE sbtest1 (id serial PRIMARY KEY, k int NOT NULL DEFAULT 0,
+	c char(120) NOT NULL DEFAULT '', pad char(60) NOT NULL DEFAULT '');
+CREATE INDEX k_1 ON sbtest1 (k);
+SELECT setseed(0.5);
+INSERT INTO sbtest1 (k, c, pad)
+SELECT (random() * 100000)::int,
+	(SELECT string_agg(lpad((random() * 99999999999)::bigint::text, 11, '0'), '-')
+	 FROM generate_series(1, 10) WHERE g > 0),
+	(SELECT string_agg(lpad((random() * 99999999999)::bigint::text, 11, '0'), '-')
+	 FROM generate_series(1, 5) WHERE g > 0)
+FROM generate_series(1, 100000) g;
+\c plain
+CREATE TABLE sbtest1 (id serial PRIMARY KEY, k int NOT NULL DEFAULT 0,
+	c char(120) NOT NULL DEFAULT '', pad char(60) NOT NULL DEFAULT '');
+CREATE INDEX k_1 ON sbtest1 (k);
+SELECT setseed(0.5);
+INSERT INTO sbtest1 (k, c, pad)
+SELECT (random() * 100000)::int,
+	(SELECT string_agg(lpad((random() * 99999999999)::bigint::text, 11, '0'), '-')
+	 FROM generate_series(1, 10) WHERE g > 0),
+	(SELECT string_agg(lpad((random() * 99999999999)::bigint::text, 11, '0'), '-')
+	 FROM generate_series(1, 5) WHERE g > 0)
+FROM generate_series(1, 100000) g;

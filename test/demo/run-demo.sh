@@ -35,13 +35,28 @@ stop()
 trap stop EXIT
 
 "$BIN/initdb" -D "$DEMO/data" -A trust -U postgres --no-sync >"$DEMO/initdb.log"
+# compressed tablespaces need WAL-logged hint bits
 "$BIN/pg_ctl" -D "$DEMO/data" -l "$DEMO/server.log" -w \
-	-o "-p $port -k $sockdir -c listen_addresses=127.0.0.1" start >/dev/null
+	-o "-p $port -k $sockdir -c listen_addresses=127.0.0.1 -c wal_log_hints=on" \
+	start >/dev/null
 echo "--- demo cluster in build/demo/data, listening on 127.0.0.1:$port"
 
-"$BIN/psql" -X -q -h 127.0.0.1 -p "$port" -U postgres -d postgres \
-	-v ON_ERROR_STOP=1 -v sgml="$TOP/build/postgresql/doc/src/sgml" \
-	-v tsdir="$DEMO/tablespace" \
-	--echo-queries -f "$TOP/test/demo/demo.sql"
+psql()
+{
+	"$BIN/psql" -X -q -h 127.0.0.1 -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@"
+}
+
+psql -d postgres -v sgml="$TOP/build/postgresql/doc/src/sgml" \
+	-v tsdir="$DEMO/tablespace" --echo-queries -f "$TOP/test/demo/demo.sql"
+
+# The same pgbench data (scale 10) into a plain and a compressed database.
+for db in plain compressed; do
+	echo "--- pgbench -i -s 10 -d $db"
+	"$BIN/pgbench" -i -q -s 10 -h 127.0.0.1 -p "$port" -U postgres "$db" 2>&1 |
+		grep -E '^done' || true
+done
+psql -d postgres --echo-queries -f "$TOP/test/demo/demo_compare.sql" \
+	-v plain="host=127.0.0.1 port=$port user=postgres dbname=plain" \
+	-v compressed="host=127.0.0.1 port=$port user=postgres dbname=compressed"
 
 echo "--- demo cluster stopped"

@@ -115,7 +115,7 @@ test_entry(void)
 	check(pcs_entry_is_empty(&empty) && pcs_entry_check(&empty, 7, 0) == NULL,
 		  "an all-zero entry is an empty block");
 
-	pcs_entry_set(&e, 7, 100, 1000, pcs_units_to_allocate(1000), false, 0xdeadbeef);
+	pcs_entry_set(&e, 7, 100, 1000, pcs_units_to_allocate(1000, true), false, 0xdeadbeef);
 	check(pcs_entry_check(&e, 7, 200) == NULL, "a new entry passes its check");
 	check(pcs_entry_check(&e, 8, 200) != NULL, "an entry in the wrong slot is caught");
 	check(pcs_entry_check(&e, 7, 101) != NULL,
@@ -138,21 +138,28 @@ test_entry(void)
 	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS) == NULL, "a raw entry passes its check");
 }
 
-/* Allocation sizes: slack for compressed images, none for raw ones */
+/* Allocation sizes: exact for first images, slack for grown ones */
 static void
 test_allocation(void)
 {
-	bool		ok = true;
+	bool		exact = true;
+	bool		slack = true;
 
 	for (int len = 1; len < BLCKSZ; len++)
 	{
-		int			units = pcs_units_to_allocate(len);
+		int			first = pcs_units_to_allocate(len, false);
+		int			grown = pcs_units_to_allocate(len, true);
 
-		if (units < pcs_units_for(len) + 1 || units > PCS_MAX_UNITS)
-			ok = false;
+		if (first != pcs_units_for(len))
+			exact = false;
+		if (grown < pcs_units_for(len) + 1 || grown > PCS_MAX_UNITS)
+			slack = false;
 	}
-	check(ok, "compressed images get at least one unit of slack, within bounds");
-	check(pcs_units_to_allocate(BLCKSZ) == PCS_RAW_UNITS, "raw images get no slack");
+	check(exact, "a block's first image gets exactly the units it needs");
+	check(slack, "a grown image gets at least one unit of slack, within bounds");
+	check(pcs_units_to_allocate(BLCKSZ, true) == PCS_RAW_UNITS &&
+		  pcs_units_to_allocate(BLCKSZ, false) == PCS_RAW_UNITS,
+		  "raw images get no slack");
 }
 
 /* The codec for one algorithm: round trips, raw fallback, damaged images */

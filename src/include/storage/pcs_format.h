@@ -146,7 +146,7 @@ extern void pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock,
 						  bool raw, uint32 data_crc);
 extern const char *pcs_entry_check(const PcsMapEntry *entry,
 								   BlockNumber segblock, uint32 unit_limit);
-extern int	pcs_units_to_allocate(int stored);
+extern int	pcs_units_to_allocate(int stored, bool grown);
 
 extern int	pcs_compress_page(PcsAlgorithm algorithm, int level,
 							  const char *page, char *dest, int capacity);

@@ -427,7 +427,7 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 
 /*
  * Make sure the file holds units below limit.  The data area grows by a
- * step of an eighth of its size (8 kB to 8 MB), with posix_fallocate, which
+ * step of a sixteenth of its size (8 kB to 8 MB), with posix_fallocate, which
  * never shrinks a file that a concurrent process grew further, and the new
  * size is made durable before any map entry can point into it (README.pcs).
  */
@@ -452,7 +452,7 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
 	{
 		int			ret;
 
-		grow = Min(Max(have / 8, PCS_MIN_GROWTH_UNITS), PCS_MAX_GROWTH_UNITS);
+		grow = Min(Max(have / 16, PCS_MIN_GROWTH_UNITS), PCS_MAX_GROWTH_UNITS);
 		grow = Max(grow, limit - have);
 		ret = FileFallocate(seg->vfd, pcs_unit_offset(have),
 							(off_t) grow << PCS_UNIT_SHIFT,
@@ -699,7 +699,11 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	}
 	else
 	{
-		units = pcs_units_to_allocate(len);
+		/* a block that had a sound allocation too small for it has grown */
+		bool		grown = !pcs_entry_is_empty(&old) &&
+			pcs_entry_check(&old, segblock, pcs_unit_limit(seg)) == NULL;
+
+		units = pcs_units_to_allocate(len, grown);
 		first = pcs_allocate(reln, seg, units);
 	}
 

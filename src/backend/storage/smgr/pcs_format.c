@@ -176,19 +176,22 @@ pcs_entry_check(const PcsMapEntry *entry, BlockNumber segblock,
 }
 
 /*
- * Units to allocate for an image of stored bytes: a quarter more (at least
- * one unit) so that a page that grows a little is rewritten in place, but
- * never more than a raw page needs plus that slack, and a raw page exactly
- * what it needs, because it cannot grow.
+ * Units to allocate for an image of stored bytes.  A block's first image
+ * gets exactly what it needs: most pages are written full (bulk loads, index
+ * builds) and never grow.  A block that outgrew its allocation has shown
+ * that it grows, so its new one gets a quarter more (at least one unit) to
+ * be rewritten in place next time.  A raw image never gets slack: it cannot
+ * grow.
  */
 int
-pcs_units_to_allocate(int stored)
+pcs_units_to_allocate(int stored, bool grown)
 {
 	int			units = pcs_units_for(stored);
 
 	if (stored >= BLCKSZ)
 		return PCS_RAW_UNITS;
-	units += Max(1, units / 4);
+	if (grown)
+		units += Max(1, units / 4);
 	return Min(units, PCS_MAX_UNITS);
 }
 
