@@ -78,6 +78,7 @@ build: tree
 install: build
 	@$(PGMAKE) -C $(OBJ) -s install-world-bin >/dev/null
 	@$(PGMAKE) -C $(OBJ)/src/test/modules/injection_points -s install >/dev/null
+	@$(TOOLS)/install-contrib.sh
 	@echo "--- installed into $(PREFIX)"
 
 check: install

@@ -21,4 +21,5 @@ ninja -C "$MESON_BUILD" >&2
 # install_test_files puts the test modules (injection_points) in place too.
 meson install -C "$MESON_BUILD" --quiet >&2
 ninja -C "$MESON_BUILD" install-test-files >&2
+"$TOP/patches/tools/install-contrib.sh"
 [ -z "${1:-}" ] || touch "$1"

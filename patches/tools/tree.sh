@@ -145,6 +145,10 @@ cmd_refresh()
 	[ -d "$TREE/.git" ] || die "no tree at $TREE: run 'make tree' first"
 	[ -z "$(tree_git status --porcelain)" ] ||
 		die "$TREE has uncommitted edits: commit them (git commit, or git commit --fixup and git rebase --autosquash) first"
+	# Refresh rewrites src/, contrib/ and patches/ from the tree: edits made
+	# there since the tree was made would be lost.
+	[ -f "$STATE_DIGEST" ] && [ "$(cat "$STATE_DIGEST")" = "$(inputs_digest)" ] ||
+		die "patches/, src/ or contrib/ changed since $TREE was made from them, and refresh would overwrite that: run 'make' to apply them to the tree first, or copy them into the tree and commit them there"
 
 	# New files under src/ and contrib/ go back to src/ and contrib/ ...
 	added=$(tree_git diff --name-only --no-renames --diff-filter=A upstream HEAD -- src contrib)

@@ -83,6 +83,50 @@ SELECT pg_relation_size('t') < pg_relation_size('t_plain') / 2 AS heap_smaller,
 		AS total_is_sum,
 	   pg_tablespace_size('cts') >= pg_total_relation_size('t') AS tablespace_size;
 
+-- what the pgstrata extension reports: sizes, ratio, raw pages, garbage
+CREATE EXTENSION pgstrata;
+SELECT fork, ratio > 2 AS ratio_over_2,
+	   physical_bytes = pg_relation_size('t', fork) AS physical_is_relation_size,
+	   logical_bytes = logical_pages * 8192 AS logical_is_pages,
+	   stored_pages + empty_pages = logical_pages AS pages_add_up,
+	   raw_pages = 0 AS none_raw, garbage_bytes >= 0 AS garbage
+FROM pgstrata_relation_compression('t') ORDER BY fork;
+SELECT logical_pages = (SELECT relpages FROM pg_class WHERE relname = 't')
+	AS logical_is_relpages
+FROM pgstrata_relation_compression('t') WHERE fork = 'main';
+SELECT count(*) AS plain_forks FROM pgstrata_relation_compression('t_plain');
+SELECT relation, fork FROM pgstrata_compression
+WHERE relation IN ('t'::regclass, 't_pkey'::regclass) ORDER BY 1, 2;
+
+-- incompressible pages are stored raw
+CREATE TABLE noise (b bytea) TABLESPACE cts;
+ALTER TABLE noise ALTER b SET STORAGE PLAIN;
+INSERT INTO noise SELECT (SELECT string_agg(decode(md5(g::text || i::text), 'hex'), '')
+						  FROM generate_series(1, 120) i)
+FROM generate_series(1, 300) g;
+CHECKPOINT;
+SELECT stored_pages > 0 AND raw_pages = stored_pages AS all_raw,
+	   ratio BETWEEN 0.8 AND 1.1 AS ratio_about_1
+FROM pgstrata_relation_compression('noise') WHERE fork = 'main';
+
+-- pages that outgrow their allocation leave garbage; VACUUM FULL reclaims it
+CREATE TABLE grow (id int, v text) WITH (fillfactor = 50) TABLESPACE cts;
+INSERT INTO grow SELECT g, 'x' FROM generate_series(1, 5000) g;
+CHECKPOINT;
+SELECT garbage_bytes = 0 AS no_garbage_yet
+FROM pgstrata_relation_compression('grow') WHERE fork = 'main';
+UPDATE grow SET v = md5(id::text) || md5((id + 1)::text);
+CHECKPOINT;
+SELECT garbage_bytes > 0 AS garbage_after_growth
+FROM pgstrata_relation_compression('grow') WHERE fork = 'main';
+VACUUM FULL grow;
+CHECKPOINT;
+SELECT garbage_bytes = 0 AS no_garbage_after_vacuum_full,
+	   stored_pages = logical_pages AS all_stored
+FROM pgstrata_relation_compression('grow') WHERE fork = 'main';
+SELECT count(*), count(DISTINCT v) FROM grow;
+DROP TABLE noise, grow;
+
 -- conversions both ways keep the rows
 ALTER TABLE t_plain SET TABLESPACE cts_lz4;
 SELECT magic('t_plain');
@@ -131,6 +175,7 @@ DROP MATERIALIZED VIEW mv;
 DROP TABLE t, t_plain, by_default, unlogged, parted, tmp;
 DROP SEQUENCE seq;
 DROP FUNCTION magic;
+DROP EXTENSION pgstrata;
 DROP TABLESPACE cts;
 DROP TABLESPACE cts_lz4;
 DROP TABLESPACE cts_true;

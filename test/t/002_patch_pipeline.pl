@@ -89,6 +89,17 @@ like(PostgreSQL::Test::Utils::slurp_file("$tree/README.md"),
 	qr/local edit/, 'the tree edit is still there');
 truncate_input();
 
+# Refresh never overwrites edits made in the repository since the tree was
+# made from it.
+append("$repo/src/include/pgstrata.h", "/* input edit */\n");
+git_tree('stash', '-q');
+($rc, $out) = tree('refresh');
+isnt($rc, 0, 'refresh refuses while the inputs have edits the tree lacks');
+like(PostgreSQL::Test::Utils::slurp_file("$repo/src/include/pgstrata.h"),
+	qr/input edit/, 'and the edit is still there');
+git_tree('stash', 'pop', '-q');
+truncate_input();
+
 # Refresh: the edit, committed in the tree, becomes a new patch.
 git_tree('commit', '-q', '-a', '-m', 'Test a local edit');
 ($rc, $out) = tree('refresh');

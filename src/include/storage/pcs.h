@@ -54,6 +54,23 @@ extern void pcs_truncate(SMgrRelation reln, ForkNumber forknum,
 extern void pcs_immedsync(SMgrRelation reln, ForkNumber forknum);
 extern void pcs_registersync(SMgrRelation reln, ForkNumber forknum);
 
+/* What pcs_fork_stats() reports of a compressed fork */
+typedef struct PcsForkStats
+{
+	uint64		segments;		/* segment files */
+	uint64		logical_pages;	/* blocks, as smgrnblocks() counts them */
+	uint64		stored_pages;	/* blocks with an image on disk */
+	uint64		empty_pages;	/* blocks without one: they read as zeros */
+	uint64		raw_pages;		/* images stored uncompressed */
+	uint64		stored_bytes;	/* bytes of all images */
+	uint64		slack_bytes;	/* allocated to images beyond their size */
+	uint64		garbage_bytes;	/* allocated, referenced by no block */
+	uint64		physical_bytes; /* allocated by the file system */
+} PcsForkStats;
+
+extern bool pcs_fork_stats(SMgrRelation reln, ForkNumber forknum,
+						   PcsForkStats *stats);
+
 /* sizes (pcs.c) */
 struct stat;
 extern off_t pcs_file_size(const char *path, const struct stat *st);

@@ -755,6 +755,58 @@ pcs_file_size(const char *path, const struct stat *st)
 }
 
 /*
+ * Statistics of a fork for users (the pgstrata extension): false if the
+ * fork does not exist or is not compressed.  The map is read as it is in
+ * memory: pages still dirty in shared buffers count as they were last
+ * written.
+ */
+bool
+pcs_fork_stats(SMgrRelation reln, ForkNumber forknum, PcsForkStats *stats)
+{
+	memset(stats, 0, sizeof(PcsForkStats));
+	if (!pcs_exists(reln, forknum) || !pcs_is_compressed(reln, forknum))
+		return false;
+
+	for (BlockNumber segno = 0;; segno++)
+	{
+		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
+		BlockNumber nblocks;
+		uint64		live_units = 0;
+		struct stat st;
+
+		if (seg == NULL)
+			break;
+		nblocks = pcs_seg_nblocks(seg);
+		for (BlockNumber b = 0; b < nblocks; b++)
+		{
+			PcsMapEntry *entry = &seg->map[b];
+
+			if (pcs_entry_is_empty(entry))
+			{
+				stats->empty_pages++;
+				continue;
+			}
+			stats->stored_pages++;
+			stats->stored_bytes += entry->stored;
+			live_units += entry->units;
+			if (entry->flags & PCS_ENTRY_RAW)
+				stats->raw_pages++;
+		}
+		stats->logical_pages += nblocks;
+		stats->slack_bytes += (live_units << PCS_UNIT_SHIFT);
+		stats->garbage_bytes +=
+			((uint64) pcs_unit_limit(seg) - Min(live_units, pcs_unit_limit(seg))) << PCS_UNIT_SHIFT;
+		if (fstat(FileGetRawDesc(seg->vfd), &st) == 0)
+			stats->physical_bytes += (uint64) st.st_blocks * 512;
+		stats->segments++;
+		if (nblocks < RELSEG_SIZE)
+			break;
+	}
+	stats->slack_bytes -= stats->stored_bytes;
+	return true;
+}
+
+/*
  * smgr callbacks.  Each passes md forks to md.c and handles compressed ones.
  */
 

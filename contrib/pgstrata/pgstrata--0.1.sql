@@ -1,0 +1,44 @@
+/* contrib/pgstrata/pgstrata--0.1.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION pgstrata" to load this file. \quit
+
+-- One row per compressed fork of a relation: logical and physical size,
+-- their ratio, and where the physical bytes go.
+CREATE FUNCTION pgstrata_relation_compression(rel regclass,
+	OUT fork text,
+	OUT logical_bytes bigint,
+	OUT physical_bytes bigint,
+	OUT ratio float8,
+	OUT logical_pages bigint,
+	OUT stored_pages bigint,
+	OUT raw_pages bigint,
+	OUT empty_pages bigint,
+	OUT stored_bytes bigint,
+	OUT slack_bytes bigint,
+	OUT garbage_bytes bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgstrata_relation_compression'
+LANGUAGE C STRICT PARALLEL SAFE;
+
+REVOKE ALL ON FUNCTION pgstrata_relation_compression(regclass) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pgstrata_relation_compression(regclass) TO pg_read_all_stats;
+
+-- Every compressed fork of every relation of this database that this
+-- session can open (other sessions' temporary tables cannot be).
+CREATE VIEW pgstrata_compression AS
+SELECT c.oid::regclass AS relation,
+	   c.relkind,
+	   coalesce(t.spcname, (SELECT spcname FROM pg_tablespace
+							WHERE oid = (SELECT dattablespace FROM pg_database
+										 WHERE datname = current_database())))
+		   AS tablespace,
+	   s.*
+FROM pg_class c
+	 LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace,
+	 LATERAL pgstrata_relation_compression(c.oid) s
+WHERE c.relkind IN ('r', 'i', 't', 'm', 'S')
+  AND (c.relpersistence <> 't' OR c.relnamespace = pg_my_temp_schema());
+
+REVOKE ALL ON pgstrata_compression FROM PUBLIC;
+GRANT SELECT ON pgstrata_compression TO pg_read_all_stats;

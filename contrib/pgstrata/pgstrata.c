@@ -1,0 +1,78 @@
+/*-------------------------------------------------------------------------
+ *
+ * pgstrata.c
+ *	  SQL functions of the pgstrata storage features.
+ *
+ * pgstrata_relation_compression(regclass) reports, for each compressed fork
+ * of a relation, its logical and physical size and where the physical bytes
+ * go (images, slack, garbage), from the fork's own segment headers and maps.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * IDENTIFICATION
+ *	  contrib/pgstrata/pgstrata.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "catalog/pg_class.h"
+#include "funcapi.h"
+#include "storage/pcs.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+
+PG_MODULE_MAGIC;
+
+PG_FUNCTION_INFO_V1(pgstrata_relation_compression);
+
+/* Rows of pgstrata_relation_compression(): one per compressed fork */
+Datum
+pgstrata_relation_compression(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	rel = try_relation_open(relid, AccessShareLock);
+	if (rel == NULL)
+		PG_RETURN_VOID();		/* dropped meanwhile: no rows */
+
+	if (RELKIND_HAS_STORAGE(rel->rd_rel->relkind) &&
+		!RELATION_IS_OTHER_TEMP(rel))
+	{
+		for (ForkNumber fork = 0; fork <= MAX_FORKNUM; fork++)
+		{
+			PcsForkStats st;
+			Datum		values[11];
+			bool		nulls[11] = {0};
+
+			if (!pcs_fork_stats(RelationGetSmgr(rel), fork, &st))
+				continue;
+
+			values[0] = CStringGetTextDatum(forkNames[fork]);
+			values[1] = Int64GetDatum((int64) st.logical_pages * BLCKSZ);
+			values[2] = Int64GetDatum((int64) st.physical_bytes);
+			if (st.physical_bytes > 0)
+				values[3] = Float8GetDatum((double) st.logical_pages * BLCKSZ /
+										   st.physical_bytes);
+			else
+				nulls[3] = true;
+			values[4] = Int64GetDatum((int64) st.logical_pages);
+			values[5] = Int64GetDatum((int64) st.stored_pages);
+			values[6] = Int64GetDatum((int64) st.raw_pages);
+			values[7] = Int64GetDatum((int64) st.empty_pages);
+			values[8] = Int64GetDatum((int64) st.stored_bytes);
+			values[9] = Int64GetDatum((int64) st.slack_bytes);
+			values[10] = Int64GetDatum((int64) st.garbage_bytes);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
+								 values, nulls);
+		}
+	}
+
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_VOID();
+}
