@@ -647,6 +647,20 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
  * Write one block of a compressed fork: in place if its allocation holds the
  * new image, else into fresh units, then switch the entry.  extend says the
  * block may lie past the segment's end, which then moves.
+ *
+ * Why every crash point is safe (README.pcs has the whole argument):
+ * - fresh units come from pcs_allocate(), which made the file's new size
+ *   durable before returning them and never hands out a unit twice in a
+ *   server's life, so an entry on disk can only point to this block's data;
+ * - the image is written before the entry points to it: a crash between the
+ *   two leaves the old entry, and the old image intact when it moved;
+ * - an image overwritten in place, or an entry that reached disk without its
+ *   image, fails its CRC, but this write follows a change covered by a
+ *   full-page image since the last checkpoint (full_page_writes and WAL-
+ *   logged hint bits are required), and redo restores the page from it
+ *   without reading it;
+ * - the block count moves after the entry: a count that did not reach disk
+ *   only hides a block that redo extends and restores again.
  */
 static void
 pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
