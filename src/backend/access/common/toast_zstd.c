@@ -144,6 +144,11 @@ zstd_compress_datum(const struct varlena *value)
 	capacity = Min((size_t) valsize, MaxAllocSize - VARHDRSZ_COMPRESSED);
 	tmp = (struct varlena *) palloc(capacity + VARHDRSZ_COMPRESSED);
 
+	/*
+	 * Parameters can only be set between frames, and an earlier call may have
+	 * stopped mid-frame, on a too small output buffer or an ERROR.
+	 */
+	ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only);
 	zstd_set_cparam(cctx, ZSTD_c_compressionLevel, toast_zstd_level);
 	zstd_set_cparam(cctx, ZSTD_c_contentSizeFlag, 0);
 	zstd_set_cparam(cctx, ZSTD_c_checksumFlag, 0);
