@@ -14,12 +14,12 @@
 # only, on a free port, with its data in build/bench/toast.
 #
 # For every corpus, method and client count (1 and 16) it times, with
-# pgbench running one transaction per client, each client taking every
-# Nth file:
+# pgbench running REPS transactions per client (default 5), each client
+# taking every Nth file:
 #   insert  INSERT ... SELECT from an uncompressed staging table
 #   select  full detoast of every value (get_byte of its last byte)
 #   substr  the first 1000 bytes of every value (slice decompression)
-# RUNS times each (default 3), and reports the median wall time.
+# RUNS times each (default 5), and reports the median wall time.
 
 set -euo pipefail
 
@@ -27,14 +27,17 @@ TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 BIN=$TOP/build/install/bin
 WORK=$TOP/build/bench/toast
 OUT=${1:-$TOP/test/bench/toast/results.md}
-RUNS=${RUNS:-3}
+RUNS=${RUNS:-5}
+# how many times each client repeats its share in one timed run, so that a
+# run lasts long enough for connection set-up not to matter
+REPS=${REPS:-5}
 . "$TOP/test/lib.sh"
 
 if [ "$(id -u)" = 0 ]; then
 	rm -rf "$WORK"
 	mkdir -p "$(dirname "$OUT")"
-	tmpout=$WORK.results.md
-	as_test_user "$WORK" env RUNS="$RUNS" "$0" "$tmpout"
+	tmpout=$WORK/results.md
+	as_test_user "$WORK" env RUNS="$RUNS" REPS="$REPS" "$0" "$tmpout"
 	cp "$tmpout" "$OUT"
 	rm -f "$tmpout"
 	echo "--- results in $OUT"
@@ -136,7 +139,7 @@ timed()
 {
 	local script=$1 tab=$2 corpus=$3 nc=$4 t0 t1
 	t0=$(date +%s%N)
-	"$BIN/pgbench" -n -f "$WORK/$script.sql" -c "$nc" -j "$nc" -t 1 \
+	"$BIN/pgbench" -n -f "$WORK/$script.sql" -c "$nc" -j "$nc" -t "$REPS" \
 		-D tab="$tab" -D corpus="$corpus" -D nc="$nc" >>"$WORK/pgbench.log" 2>&1
 	t1=$(date +%s%N)
 	echo $(((t1 - t0) / 1000000))
@@ -173,19 +176,22 @@ for c in sgml mixed; do
 	done
 done
 
-# Sizes, and a check that every table holds the staging data exactly.
+# Sizes, and a check that every table holds the staging data exactly, after
+# loading one copy of the corpus.
 sizes=$WORK/sizes.tsv
 : >"$sizes"
 for c in sgml mixed; do
 	for m in $methods; do
 		tab=t_${c}_$m
+		q -c "TRUNCATE $tab" -c "INSERT INTO $tab SELECT id, name, body FROM staging_$c" \
+			-c "VACUUM ANALYZE $tab"
 		q -F $'\t' -c "SELECT '$c', '$m', pg_total_relation_size('$tab'),
 			(SELECT count(*) FROM $tab),
 			(SELECT sum(octet_length(body)) FROM $tab),
 			(SELECT bool_and(t.body = s.body) AND count(*) = count(s.id)
 			 FROM $tab t LEFT JOIN staging s ON s.corpus = '$c' AND s.id = t.id),
-			(SELECT string_agg(coalesce(pg_column_compression(body), '-') || ':' || n, ' ' ORDER BY 1)
-			 FROM (SELECT pg_column_compression(body) AS body, count(*) AS n FROM $tab GROUP BY 1) g)" >>"$sizes"
+			(SELECT string_agg(coalesce(m, 'uncompressed') || ': ' || n, ', ' ORDER BY m)
+			 FROM (SELECT pg_column_compression(body) AS m, count(*) AS n FROM $tab GROUP BY 1) g)" >>"$sizes"
 	done
 done
 
@@ -193,14 +199,15 @@ done
 {
 	echo "# TOAST compression benchmark: pglz, lz4, zstd, uncompressed"
 	echo
-	echo "- command: \`test/bench/toast/run.sh\` (RUNS=$RUNS), as user $(id -un)"
+	echo "- command: \`test/bench/toast/run.sh\` (RUNS=$RUNS REPS=$REPS); the server ran as user $(id -un)"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- server: $("$BIN/postgres" --version)"
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) memory"
 	echo "- zstd level: $(q -c 'SHOW toast_zstd_level') (toast_zstd_level default); libzstd $(q -c "SELECT 1" >/dev/null; ldd "$BIN/postgres" | awk '/libzstd/ { print $3 }' | xargs -r readlink -f | sed 's/.*libzstd.so.//')"
 	echo "- settings: shared_buffers=1GB, fsync=off, synchronous_commit=off, full_page_writes=off, autovacuum=off; all data in memory"
 	echo "- corpora: sgml = $(wc -l <"$WORK/sgml.list") files of doc/src/sgml; mixed = $(wc -l <"$WORK/mixed.list") files, every Nth readable file of 1 kB to 1 MB of /usr/share/doc (200), /usr/include (200), /usr/bin (100), sorted by name"
-	echo "- each workload: pgbench, one transaction per client, client k of N takes the files with id % N = k; wall time in ms, median of $RUNS runs"
+	echo "- each workload: pgbench with N clients, $REPS transactions per client, client k of N takes the files with id % N = k; wall time in ms of the whole pgbench run (connections included), median of $RUNS runs. An insert run starts from an empty table and inserts the corpus $REPS times; select and substr then read the table the last insert run left ($REPS copies), each client its share $REPS times, so a select run reads the corpus $((REPS * REPS)) times"
+	echo "- sizes: after loading one copy of the corpus (INSERT ... SELECT, 1 client) and VACUUM ANALYZE"
 	echo "  - insert: \`INSERT INTO t SELECT id, name, body FROM staging\` (staging is uncompressed, so every value is compressed anew)"
 	echo "  - select: \`SELECT sum(get_byte(body, octet_length(body) - 1)) FROM t\` (every value fully detoasted)"
 	echo "  - substr: \`SELECT sum(octet_length(substr(body, 1, 1000))) FROM t\` (slice decompression of the first 1000 bytes)"
