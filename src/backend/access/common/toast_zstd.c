@@ -16,7 +16,9 @@
  * reused, since creating them costs more than compressing a small value.
  * They are allocated by libzstd with malloc, outside any memory context, so
  * an ERROR thrown in the middle of an operation leaks nothing: the next
- * call resets the context's session before using it.
+ * call resets the context's session before using it.  A context that has
+ * grown past ZSTD_KEEP_CONTEXT_SIZE (high levels on large values) is freed
+ * after use, so that a backend does not hold on to tens of megabytes.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -47,6 +49,9 @@ int			toast_zstd_level = TOAST_ZSTD_LEVEL_DEFAULT;
 			 errdetail("This functionality requires the server to be built with zstd support.")))
 
 #ifdef USE_ZSTD
+/* contexts larger than this are not kept between calls */
+#define ZSTD_KEEP_CONTEXT_SIZE	(8 * 1024 * 1024)
+
 static ZSTD_CCtx *zstd_cctx = NULL;
 static ZSTD_DCtx *zstd_dctx = NULL;
 
@@ -93,6 +98,22 @@ zstd_get_dctx(void)
 	/* a previous call may have been interrupted by an ERROR mid-frame */
 	ZSTD_DCtx_reset(zstd_dctx, ZSTD_reset_session_only);
 	return zstd_dctx;
+}
+
+/* Free the contexts that have grown too large to keep for the next value. */
+static void
+zstd_trim_contexts(void)
+{
+	if (zstd_cctx != NULL && ZSTD_sizeof_CCtx(zstd_cctx) > ZSTD_KEEP_CONTEXT_SIZE)
+	{
+		ZSTD_freeCCtx(zstd_cctx);
+		zstd_cctx = NULL;
+	}
+	if (zstd_dctx != NULL && ZSTD_sizeof_DCtx(zstd_dctx) > ZSTD_KEEP_CONTEXT_SIZE)
+	{
+		ZSTD_freeDCtx(zstd_dctx);
+		zstd_dctx = NULL;
+	}
 }
 
 /* Set a compression parameter, failing loudly if libzstd refuses it. */
@@ -155,6 +176,7 @@ zstd_compress_datum(const struct varlena *value)
 
 	len = ZSTD_compress2(cctx, (char *) tmp + VARHDRSZ_COMPRESSED, capacity,
 						 VARDATA_ANY(value), valsize);
+	zstd_trim_contexts();
 	if (ZSTD_isError(len))
 	{
 		pfree(tmp);
@@ -245,6 +267,7 @@ zstd_decompress_datum_slice(const struct varlena *value, int32 slicelength)
 		if (in.pos == in_before && out.pos == out_before)
 			break;
 	}
+	zstd_trim_contexts();
 	if (out.pos != (size_t) wanted)
 		zstd_report_corrupt(psprintf("Decompressed %zu bytes where the slice needs %d.",
 									 out.pos, wanted));
