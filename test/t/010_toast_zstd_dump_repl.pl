@@ -3,9 +3,10 @@
 
 # zstd TOAST compression (issue 7) beyond one server: pg_dump/pg_restore keep
 # COMPRESSION zstd and --no-toast-compression drops it; logical replication
-# carries a table with a zstd column to a subscriber unchanged; amcheck's
-# verify_heapam() is clean on zstd values; and a damaged zstd frame on disk
-# is an ERROR with ERRCODE_DATA_CORRUPTED, not a crash.
+# carries a table with a zstd column to a subscriber unchanged; a streaming
+# standby and crash recovery replay zstd values; amcheck's verify_heapam()
+# is clean on zstd values; and a damaged zstd frame on disk is an ERROR with
+# ERRCODE_DATA_CORRUPTED, not a crash.
 
 use strict;
 use warnings FATAL => 'all';
@@ -117,6 +118,29 @@ is($sub->safe_psql('postgres', $methods), '-,zstd',
 	'the subscriber stores them with zstd');
 $sub->stop;
 
+# Physical replication and crash recovery replay zstd values from WAL.
+$pub->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($pub, 'base', has_streaming => 1);
+$standby->start;
+$pub->safe_psql('postgres', fill(41, 45));
+$pub->wait_for_replay_catchup($standby);
+$want = $pub->safe_psql('postgres', $digest);
+is($standby->safe_psql('postgres', $digest), $want,
+	'a streaming standby has the same zstd values');
+$standby->stop;
+
+$pub->safe_psql('postgres', fill(46, 50));
+$want = $pub->safe_psql('postgres', $digest);
+$pub->stop('immediate');
+$pub->start;
+is($pub->safe_psql('postgres', $digest), $want,
+	'crash recovery replays zstd values');
+is( $pub->safe_psql('postgres',
+		q{SELECT count(*) FROM verify_heapam('docs', check_toast => true)}),
+	'0',
+	'and verify_heapam still finds nothing wrong');
+
 # A zstd frame damaged on disk: set the reserved bit of its frame header
 # descriptor, which any zstd decoder must refuse.
 $pub->safe_psql('postgres', q{
@@ -145,7 +169,7 @@ $pub->psql('postgres', 'SELECT substr(t, 1, 10) FROM damaged',
 	stdout => \$stdout, stderr => \$stderr, on_error_stop => 0);
 like($stderr, qr/compressed zstd data is corrupt/,
 	'also when only a slice is read');
-is($pub->safe_psql('postgres', 'SELECT count(*) FROM docs'), '39',
+is($pub->safe_psql('postgres', 'SELECT count(*) FROM docs'), '49',
 	'and the server is still up');
 
 $pub->stop;
