@@ -212,6 +212,7 @@ done
 	echo "  - select: \`SELECT sum(get_byte(body, octet_length(body) - 1)) FROM t\` (every value fully detoasted)"
 	echo "  - substr: \`SELECT sum(octet_length(substr(body, 1, 1000))) FROM t\` (slice decompression of the first 1000 bytes)"
 	echo "- the column is \`bytea COMPRESSION <method>\`, or \`bytea STORAGE EXTERNAL\` for none"
+	echo "- the mixed corpus depends on what /usr holds, and times on what else the machine runs: compare numbers within one file"
 	echo
 	echo "## Size"
 	echo
