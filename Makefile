@@ -5,6 +5,7 @@
 #   make                 fetch + verify the pinned release, patch, build, install
 #   make check           all of the project's tests (what CI runs)
 #   make demo            a throwaway cluster showing what the project does
+#   make bench-toast     the TOAST compression benchmark (test/bench/toast)
 #   make check-upstream  upstream's own suites against the patched build
 #   make tree            the patched source as a git tree (build/postgresql)
 #   make refresh         write the tree's commits back into patches/ and src/
@@ -48,7 +49,7 @@ PGMAKE := env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory
 CHECK_DIR := $(BUILD)/check
 
 .PHONY: all deps tree build install check check-patches check-upstream demo \
-	refresh tree-reset clean distclean
+	refresh tree-reset clean distclean bench-toast
 
 all: install
 
@@ -92,6 +93,9 @@ check-upstream: install
 
 demo: install
 	@$(TOP)/test/demo/run-demo.sh
+
+bench-toast: install
+	@$(TOP)/test/bench/toast/run.sh
 
 refresh:
 	@$(TOOLS)/tree.sh refresh

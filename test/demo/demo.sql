@@ -34,11 +34,15 @@ FROM (VALUES
 \echo '=== TOAST compression on real text: the documentation, one file per row'
 CREATE TABLE docs_pglz (name text, body text COMPRESSION pglz);
 CREATE TABLE docs_lz4 (name text, body text COMPRESSION lz4);
+CREATE TABLE docs_zstd (name text, body text COMPRESSION zstd);
 INSERT INTO docs_pglz
 	SELECT f, pg_read_file(:'sgml' || '/' || f)
 	FROM pg_ls_dir(:'sgml') AS f WHERE f LIKE '%.sgml';
 -- (INSERT ... SELECT would keep the pglz values as they are: read the files again)
 INSERT INTO docs_lz4
+	SELECT f, pg_read_file(:'sgml' || '/' || f)
+	FROM pg_ls_dir(:'sgml') AS f WHERE f LIKE '%.sgml';
+INSERT INTO docs_zstd
 	SELECT f, pg_read_file(:'sgml' || '/' || f)
 	FROM pg_ls_dir(:'sgml') AS f WHERE f LIKE '%.sgml';
 SELECT method, files, pg_size_pretty(raw) AS raw,
@@ -48,13 +52,21 @@ FROM (SELECT 'pglz' AS method, count(*) AS files,
 	  FROM docs_pglz
 	  UNION ALL
 	  SELECT 'lz4', count(*), sum(octet_length(body)), sum(pg_column_size(body))
-	  FROM docs_lz4) AS s;
+	  FROM docs_lz4
+	  UNION ALL
+	  SELECT 'zstd', count(*), sum(octet_length(body)), sum(pg_column_size(body))
+	  FROM docs_zstd) AS s;
 SELECT coalesce(pg_column_compression(body), '(not compressed)') AS method,
 	count(*) AS values
-FROM docs_lz4 GROUP BY 1 ORDER BY 1;
+FROM (SELECT body FROM docs_lz4 UNION ALL SELECT body FROM docs_zstd) AS d
+GROUP BY 1 ORDER BY 1;
 SELECT (SELECT md5(string_agg(body, '' ORDER BY name)) FROM docs_pglz) =
 	   (SELECT md5(string_agg(body, '' ORDER BY name)) FROM docs_lz4)
+   AND (SELECT md5(string_agg(body, '' ORDER BY name)) FROM docs_pglz) =
+	   (SELECT md5(string_agg(body, '' ORDER BY name)) FROM docs_zstd)
 	AS same_text_back;
+-- the level of zstd is a setting (1 to 19, default 3)
+SHOW toast_zstd_level;
 
 \echo
 \echo '=== Compressed tablespaces: a plain and a compressed database, same data'

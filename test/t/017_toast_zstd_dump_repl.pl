@@ -1,0 +1,176 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# zstd TOAST compression (issue 7) beyond one server: pg_dump/pg_restore keep
+# COMPRESSION zstd and --no-toast-compression drops it; logical replication
+# carries a table with a zstd column to a subscriber unchanged; a streaming
+# standby and crash recovery replay zstd values; amcheck's verify_heapam()
+# is clean on zstd values; and a damaged zstd frame on disk is an ERROR with
+# ERRCODE_DATA_CORRUPTED, not a crash.
+
+use strict;
+use warnings FATAL => 'all';
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $pub = PostgreSQL::Test::Cluster->new('publisher');
+$pub->init(allows_streaming => 'logical');
+$pub->start;
+
+# Values from one inline compressed row to multi-megabyte external ones, of
+# prose-like words, hex text and incompressible bytes.
+my $schema = q{
+CREATE TABLE docs (id int PRIMARY KEY, body text COMPRESSION zstd,
+				   bin bytea COMPRESSION zstd);
+};
+# fill(FROM, TO): the INSERT of rows FROM to TO.
+sub fill
+{
+	my ($from, $to) = @_;
+	return qq{
+INSERT INTO docs
+	SELECT i,
+		   (SELECT string_agg((ARRAY['toast', 'zstd', 'row', 'page', 'value'])
+							  [1 + get_byte(decode(md5((i * 100003 + k)::text), 'hex'), 0) % 5],
+							  ' ')
+			FROM generate_series(1, CASE WHEN i % 3 = 0 THEN 50 ELSE i * 4000 END) AS k),
+		   (SELECT decode(string_agg(md5((i * 7 + k)::text), ''), 'hex')
+			FROM generate_series(1, i * 10) AS k)
+	FROM generate_series($from, $to) AS i;
+};
+}
+$pub->safe_psql('postgres', $schema . fill(1, 30));
+
+my $digest = q{SELECT md5(string_agg(id || ':' || md5(body) || ':' || md5(bin), ',' ORDER BY id)) FROM docs};
+my $methods = q{SELECT string_agg(DISTINCT coalesce(pg_column_compression(body), '-'), ',') FROM docs};
+my $want = $pub->safe_psql('postgres', $digest);
+is($pub->safe_psql('postgres', $methods), '-,zstd',
+	'the publisher stores the long values with zstd');
+ok( $pub->safe_psql('postgres',
+		q{SELECT count(*) FROM docs WHERE pg_column_toast_chunk_id(body) IS NOT NULL}) > 0,
+	'some are in the TOAST table');
+
+# amcheck checks the compression method of every external value.
+$pub->safe_psql('postgres', 'CREATE EXTENSION amcheck');
+is( $pub->safe_psql('postgres',
+		q{SELECT count(*) FROM verify_heapam('docs', check_toast => true)}),
+	'0',
+	'verify_heapam finds nothing wrong with zstd values');
+
+# pg_dump keeps the method, in the plain and the custom format.
+my $tmp = PostgreSQL::Test::Utils::tempdir();
+my $sql = "$tmp/docs.sql";
+$pub->command_ok([ 'pg_dump', '-d', $pub->connstr('postgres'), '-t', 'docs', '-f', $sql ],
+	'pg_dump (plain) runs');
+like(slurp_file($sql), qr/ALTER COLUMN body SET COMPRESSION zstd;/,
+	'the plain dump sets COMPRESSION zstd');
+$pub->command_ok([ 'pg_dump', '-d', $pub->connstr('postgres'), '-t', 'docs', '--no-toast-compression', '-f', "$tmp/plain-no.sql" ],
+	'pg_dump --no-toast-compression runs');
+unlike(slurp_file("$tmp/plain-no.sql"), qr/SET COMPRESSION/,
+	'with --no-toast-compression it does not');
+
+# pg_restore of 17 has no --no-toast-compression: the option is pg_dump's.
+$pub->command_ok([ 'pg_dump', '-Fc', '-d', $pub->connstr('postgres'), '-t', 'docs', '-f', "$tmp/docs.dump" ],
+	'pg_dump (custom) runs');
+$pub->command_ok([ 'pg_dump', '-Fc', '-d', $pub->connstr('postgres'), '-t', 'docs', '--no-toast-compression', '-f', "$tmp/docs-no.dump" ],
+	'pg_dump (custom) --no-toast-compression runs');
+my $attcompression = q{SELECT string_agg(attname || '=' || coalesce(nullif(attcompression::text, ''), '-'), ',' ORDER BY attnum)
+	FROM pg_attribute WHERE attrelid = 'docs'::regclass AND attnum > 0};
+for my $case ([ 'restored', 'docs.dump', 'id=-,body=z,bin=z', '-,zstd' ],
+	[ 'restored_plain', 'docs-no.dump', 'id=-,body=-,bin=-', '-,pglz' ])
+{
+	my ($db, $file, $att, $meth) = @$case;
+	$pub->safe_psql('postgres', "CREATE DATABASE $db");
+	$pub->command_ok([ 'pg_restore', '-d', $pub->connstr($db), "$tmp/$file" ],
+		"pg_restore of $file runs");
+	is($pub->safe_psql($db, $attcompression), $att,
+		"$file: pg_attribute.attcompression is $att");
+	is($pub->safe_psql($db, $methods), $meth,
+		"$file: the values are compressed with $meth");
+	is($pub->safe_psql($db, $digest), $want, "$file: same data");
+}
+
+# Logical replication to a subscriber whose table also uses zstd.
+my $sub = PostgreSQL::Test::Cluster->new('subscriber');
+$sub->init;
+$sub->start;
+$sub->safe_psql('postgres', $schema);
+$pub->safe_psql('postgres', 'CREATE PUBLICATION docs_pub FOR TABLE docs');
+$sub->safe_psql('postgres',
+	"CREATE SUBSCRIPTION docs_sub CONNECTION '" . $pub->connstr
+	  . " dbname=postgres' PUBLICATION docs_pub");
+$sub->wait_for_subscription_sync($pub, 'docs_sub');
+is($sub->safe_psql('postgres', $digest), $want,
+	'the initial copy reaches the subscriber unchanged');
+
+# Changes after the copy go through the decoding of zstd TOAST values.
+$pub->safe_psql('postgres', fill(31, 40)
+	  . q{UPDATE docs SET body = body || ' updated' WHERE id % 4 = 1;
+		  UPDATE docs SET id = id WHERE id % 4 = 2;
+		  DELETE FROM docs WHERE id = 5;});
+$pub->wait_for_catchup('docs_sub');
+$want = $pub->safe_psql('postgres', $digest);
+is($sub->safe_psql('postgres', $digest), $want,
+	'inserts, updates and deletes reach the subscriber unchanged');
+is($sub->safe_psql('postgres', $methods), '-,zstd',
+	'the subscriber stores them with zstd');
+$sub->stop;
+
+# Physical replication and crash recovery replay zstd values from WAL.
+$pub->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($pub, 'base', has_streaming => 1);
+$standby->start;
+$pub->safe_psql('postgres', fill(41, 45));
+$pub->wait_for_replay_catchup($standby);
+$want = $pub->safe_psql('postgres', $digest);
+is($standby->safe_psql('postgres', $digest), $want,
+	'a streaming standby has the same zstd values');
+$standby->stop;
+
+$pub->safe_psql('postgres', fill(46, 50));
+$want = $pub->safe_psql('postgres', $digest);
+$pub->stop('immediate');
+$pub->start;
+is($pub->safe_psql('postgres', $digest), $want,
+	'crash recovery replays zstd values');
+is( $pub->safe_psql('postgres',
+		q{SELECT count(*) FROM verify_heapam('docs', check_toast => true)}),
+	'0',
+	'and verify_heapam still finds nothing wrong');
+
+# A zstd frame damaged on disk: set the reserved bit of its frame header
+# descriptor, which any zstd decoder must refuse.
+$pub->safe_psql('postgres', q{
+	CREATE TABLE damaged (t text COMPRESSION zstd);
+	INSERT INTO damaged SELECT string_agg(md5(k::text), ' ') FROM generate_series(1, 20000) AS k;
+	CHECKPOINT;});
+my $toastfile = $pub->data_dir . '/'
+  . $pub->safe_psql('postgres',
+	q{SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE relname = 'damaged'});
+$pub->stop;
+open my $fh, '+<:raw', $toastfile or die "open $toastfile: $!";
+my $data = do { local $/; <$fh> };
+my $at = index($data, "\x28\xb5\x2f\xfd");
+ok($at >= 0, 'the TOAST file holds a zstd frame');
+seek $fh, $at + 4, 0;
+print $fh chr(ord(substr($data, $at + 4, 1)) | 0x08);
+close $fh;
+$pub->start;
+my ($stdout, $stderr);
+$pub->psql('postgres', 'SELECT length(t) FROM damaged',
+	stdout => \$stdout, stderr => \$stderr, on_error_stop => 0,
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($stderr, qr/ERROR:  XX001: compressed zstd data is corrupt/,
+	'a damaged frame is ERRCODE_DATA_CORRUPTED');
+$pub->psql('postgres', 'SELECT substr(t, 1, 10) FROM damaged',
+	stdout => \$stdout, stderr => \$stderr, on_error_stop => 0);
+like($stderr, qr/compressed zstd data is corrupt/,
+	'also when only a slice is read');
+is($pub->safe_psql('postgres', 'SELECT count(*) FROM docs'), '49',
+	'and the server is still up');
+
+$pub->stop;
+done_testing();
