@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+#
+# speed.sh: sysbench throughput on a compressed tablespace against plain
+# storage, side by side in one run.
+#
+#   test/bench/compression/speed.sh [RESULTS.md]
+#
+# One throwaway cluster (build/bench/speed) with two databases holding the
+# same sysbench data (TABLES x TABLE_SIZE rows): "plain" in pg_default and
+# "compressed" created in a tablespace WITH (compression = 'zstd').  For each
+# scenario the server restarts with its shared_buffers, then oltp_read_only,
+# oltp_write_only and oltp_read_write run for SECONDS each, alternating plain
+# and compressed ROUNDS times (A B A B ...).  Reported: median TPS and the
+# compressed / plain ratio, machine CPU seconds per 1,000 transactions (from
+# /proc/stat, client included, the same client for both), and blocks the
+# server read from the kernel (pg_stat_io).
+#
+# Scenarios:
+#   shared_buffers  shared_buffers holds both databases (1 GB): compression
+#                   only costs at checkpoints and evictions
+#   page_cache      shared_buffers 64 MB: most reads come from the OS page
+#                   cache and are decompressed
+# The I/O-bound scenario (../../../../shared/bench/io-bound-rig.md) is not
+# run by this script yet.
+#
+# Environment: ROUNDS (3), SECONDS_PER_RUN (30), THREADS (2), TABLES (4),
+# TABLE_SIZE (250000), SCENARIOS ("shared_buffers page_cache").
+
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$TOP/test/lib.sh"
+BIN=$TOP/build/install/bin
+WORK=$TOP/build/bench/speed
+OUT=${1:-/dev/stdout}
+ROUNDS=${ROUNDS:-3}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-30}
+THREADS=${THREADS:-2}
+TABLES=${TABLES:-4}
+TABLE_SIZE=${TABLE_SIZE:-250000}
+SCENARIOS=${SCENARIOS:-"shared_buffers page_cache"}
+export ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS
+
+if [ "$(id -u)" = 0 ]; then
+	"$TOP/patches/tools/install-deps.sh" sysbench
+	rm -rf "$WORK"
+	mkdir -p "$WORK"
+	touch "$WORK/results.md"
+	as_test_user "$WORK" "$0" "$WORK/results.md"
+	cat "$WORK/results.md" >"$OUT"
+	exit
+fi
+
+mkdir -p "$WORK"
+rm -rf "$WORK/data" "$WORK/cts"
+mkdir -p "$WORK/cts"
+port=$(perl -MIO::Socket::INET -e \
+	'print IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1", LocalPort => 0)->sockport')
+"$BIN/initdb" -D "$WORK/data" -A trust --no-sync >"$WORK/initdb.log"
+cat >>"$WORK/data/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = ''
+wal_log_hints = on
+max_wal_size = 8GB
+checkpoint_timeout = 5min
+max_connections = 50
+include_if_exists = 'scenario.conf'
+EOF
+
+start() { "$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null; }
+stop() { "$BIN/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1 || true; }
+trap stop EXIT
+psql() { "$BIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -v ON_ERROR_STOP=1 "$@"; }
+sb()
+{
+	local db=$1
+	shift
+	sysbench "$@" --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$port" \
+		--pgsql-user="$(id -un)" --pgsql-db="$db" --tables="$TABLES" \
+		--table-size="$TABLE_SIZE"
+}
+
+start
+psql -d postgres -c "CREATE TABLESPACE cts LOCATION '$WORK/cts' WITH (compression = 'zstd')"
+psql -d postgres -c "CREATE DATABASE plain" -c "CREATE DATABASE compressed TABLESPACE cts"
+for db in plain compressed; do
+	sb "$db" oltp_read_only prepare >"$WORK/prepare-$db.log"
+	psql -d "$db" -c "VACUUM ANALYZE" -c "CREATE EXTENSION pg_prewarm"
+done
+psql -d postgres -c CHECKPOINT
+
+# cpu_jiffies: busy jiffies of the whole machine so far
+cpu_jiffies() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+# server_reads DB: blocks the server has read from the kernel, all contexts
+server_reads() { psql -d "$1" -c "SELECT coalesce(sum(reads), 0) FROM pg_stat_io"; }
+
+median()
+{
+	printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+}
+
+declare -A tps cpu reads
+hz=$(getconf CLK_TCK)
+
+for scenario in $SCENARIOS; do
+	case $scenario in
+		shared_buffers) echo "shared_buffers = 1GB" >"$WORK/data/scenario.conf" ;;
+		page_cache) echo "shared_buffers = 64MB" >"$WORK/data/scenario.conf" ;;
+		*) echo "unknown scenario $scenario" >&2; exit 1 ;;
+	esac
+	stop
+	start
+	for db in plain compressed; do
+		# read everything once: into shared buffers or at least the page cache
+		psql -d "$db" -c "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c WHERE relname LIKE 'sbtest%'" >/dev/null
+	done
+	for workload in oltp_read_only oltp_write_only oltp_read_write; do
+		for ((r = 1; r <= ROUNDS; r++)); do
+			for db in plain compressed; do
+				key="$scenario $workload $db"
+				r0=$(server_reads "$db")
+				c0=$(cpu_jiffies)
+				t=$(sb "$db" "$workload" run --threads="$THREADS" --time="$SECONDS_PER_RUN" \
+					--report-interval=0 2>&1 | awk '/transactions:/ {gsub(/[()]/, "", $3); print $3}')
+				c1=$(cpu_jiffies)
+				r1=$(server_reads "$db")
+				tps[$key]="${tps[$key]:-} $t"
+				cpu[$key]="${cpu[$key]:-} $(awk -v c=$((c1 - c0)) -v hz="$hz" -v t="$t" -v s="$SECONDS_PER_RUN" 'BEGIN { printf "%.3f", c / hz / (t * s / 1000) }')"
+				reads[$key]="${reads[$key]:-} $((r1 - r0))"
+			done
+		done
+	done
+done
+
+{
+	echo "# Compressed tablespaces: sysbench throughput"
+	echo
+	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE)"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -sr); sysbench and the server on the same machine"
+	echo "- server: $("$BIN/postgres" --version); wal_log_hints on; tablespace WITH (compression = 'zstd'), level 1"
+	echo "- sizes: plain $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('plain'))"), compressed $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('compressed'))") (after the runs)"
+	echo
+	echo "| scenario | workload | plain TPS | compressed TPS | ratio | CPU s / 1000 tx plain | compressed | server block reads plain | compressed |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+	for scenario in $SCENARIOS; do
+		for workload in oltp_read_only oltp_write_only oltp_read_write; do
+			p="$scenario $workload plain"
+			c="$scenario $workload compressed"
+			tp=$(median ${tps[$p]}); tc=$(median ${tps[$c]})
+			awk -v s="$scenario" -v w="$workload" -v tp="$tp" -v tc="$tc" \
+				-v cp="$(median ${cpu[$p]})" -v cc="$(median ${cpu[$c]})" \
+				-v rp="$(median ${reads[$p]})" -v rc="$(median ${reads[$c]})" \
+				'BEGIN { printf "| %s | %s | %.1f | %.1f | %.3f | %.3f | %.3f | %d | %d |\n", s, w, tp, tc, tc / tp, cp, cc, rp, rc }'
+		done
+	done
+	echo
+	echo "Raw TPS per run (in order):"
+	echo
+	for key in "${!tps[@]}"; do echo "- $key:${tps[$key]}"; done | sort
+} >"$OUT"
