@@ -48,3 +48,34 @@ as_test_user()
 	chown -R "$TEST_USER:" "$work"
 	runuser -u "$TEST_USER" -- env HOME="$work" PGSTRATA_CACHE="${PGSTRATA_CACHE:-/var/cache/pgstrata}" "$@"
 }
+
+# free_port: a free TCP port on the loopback interface, as the kernel hands one out.
+free_port()
+{
+	perl -MIO::Socket::INET -e \
+		'print IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1", LocalPort => 0)->sockport'
+}
+
+# median NUMBER...: the median of the arguments.
+median()
+{
+	printf '%s\n' "$@" | sort -n |
+		awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+}
+
+# bench_as_test_user WORK OUT SCRIPT [PACKAGE...]: for a benchmark started by
+# root: install the Debian packages it needs, run SCRIPT again as the test
+# user (PostgreSQL refuses root) with WORK/results.md as its output, copy
+# that to OUT.  Returns SCRIPT's exit status.
+bench_as_test_user()
+{
+	local work=$1 out=$2 script=$3 rc=0
+	shift 3
+	"$TOP/patches/tools/install-deps.sh" "$@"
+	rm -rf "$work"
+	mkdir -p "$work"
+	touch "$work/results.md"
+	as_test_user "$work" "$script" "$work/results.md" || rc=$?
+	cat "$work/results.md" >"$out"
+	return $rc
+}

@@ -19,9 +19,7 @@ if [ "$(id -u)" = 0 ]; then
 	exit
 fi
 
-# A free TCP port on the loopback interface, as the kernel hands one out.
-port=$(perl -MIO::Socket::INET -e \
-	'print IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1", LocalPort => 0)->sockport')
+port=$(free_port)
 
 rm -rf "$DEMO"/*
 mkdir -p "$DEMO/tablespace"

@@ -29,12 +29,7 @@ ROUNDS=${ROUNDS:-3}
 OUT=${1:-/dev/stdout}
 
 if [ "$(id -u)" = 0 ]; then
-	"$TOP/patches/tools/install-deps.sh" sysbench libzstd-dev
-	rm -rf "$WORK"
-	mkdir -p "$WORK"
-	touch "$WORK/results.md"
-	as_test_user "$WORK" "$0" "$WORK/results.md"
-	cat "$WORK/results.md" >"$OUT"
+	bench_as_test_user "$WORK" "$OUT" "$0" sysbench libzstd-dev
 	exit
 fi
 
@@ -43,8 +38,7 @@ rm -rf "$WORK/data" "$WORK/cts"
 mkdir -p "$WORK/cts"
 gcc -O2 -o "$WORK/page_ideal" "$TOP/test/bench/compression/page_ideal.c" -lzstd
 
-port=$(perl -MIO::Socket::INET -e \
-	'print IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1", LocalPort => 0)->sockport')
+port=$(free_port)
 "$BIN/initdb" -D "$WORK/data" -A trust --no-sync >"$WORK/initdb.log"
 cat >>"$WORK/data/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
@@ -104,12 +98,6 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	read -r a b c < <(load compressed)
 	sc+=("$a"); pc+=("$b"); dc+=("$c")
 done
-
-# median of the arguments
-median()
-{
-	printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
-}
 
 # The relations measured, as "label|file path|size"; TOAST relations are
 # labelled by their table, since their names differ between databases.

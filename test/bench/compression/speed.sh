@@ -42,20 +42,14 @@ SCENARIOS=${SCENARIOS:-"shared_buffers page_cache"}
 export ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS
 
 if [ "$(id -u)" = 0 ]; then
-	"$TOP/patches/tools/install-deps.sh" sysbench
-	rm -rf "$WORK"
-	mkdir -p "$WORK"
-	touch "$WORK/results.md"
-	as_test_user "$WORK" "$0" "$WORK/results.md"
-	cat "$WORK/results.md" >"$OUT"
+	bench_as_test_user "$WORK" "$OUT" "$0" sysbench
 	exit
 fi
 
 mkdir -p "$WORK"
 rm -rf "$WORK/data" "$WORK/cts"
 mkdir -p "$WORK/cts"
-port=$(perl -MIO::Socket::INET -e \
-	'print IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1", LocalPort => 0)->sockport')
+port=$(free_port)
 "$BIN/initdb" -D "$WORK/data" -A trust --no-sync >"$WORK/initdb.log"
 cat >>"$WORK/data/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
@@ -94,11 +88,6 @@ psql -d postgres -c CHECKPOINT
 cpu_jiffies() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 # server_reads DB: blocks the server has read from the kernel, all contexts
 server_reads() { psql -d "$1" -c "SELECT coalesce(sum(reads), 0) FROM pg_stat_io"; }
-
-median()
-{
-	printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
-}
 
 declare -A tps cpu reads
 hz=$(getconf CLK_TCK)
