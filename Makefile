@@ -71,6 +71,9 @@ $(OBJ)/config.status: $(OBJ)/.configure-flags $(TREE)/configure
 # The tree must be updated before make looks at configure's timestamp.
 build: tree
 	@$(MAKE) --no-print-directory $(OBJ)/config.status
+	@# configure mirrors the tree's directories once; a directory the series
+	@# adds later (a new contrib module) needs its Makefile link too.
+	@cd $(OBJ) && sh $(TREE)/config/prep_buildtree $(TREE) . >/dev/null
 	@echo "--- building PostgreSQL $(PG_VERSION) with the patch series (-j$(JOBS))"
 	@$(PGMAKE) -C $(OBJ) -s -j$(JOBS) world-bin
 	@$(PGMAKE) -C $(OBJ)/src/test/modules/injection_points -s -j$(JOBS)

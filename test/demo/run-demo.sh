@@ -39,6 +39,9 @@ trap stop EXIT
 	-o "-p $port -k $sockdir -c listen_addresses=127.0.0.1" start >/dev/null
 echo "--- demo cluster in build/demo/data, listening on 127.0.0.1:$port"
 
+# A second session, for the parts of the demo that need two at once.
+export PSQL_AGAIN="$BIN/psql -X -q -h 127.0.0.1 -p $port -U postgres -d postgres"
+
 "$BIN/psql" -X -q -h 127.0.0.1 -p "$port" -U postgres -d postgres \
 	-v ON_ERROR_STOP=1 -v sgml="$TOP/build/postgresql/doc/src/sgml" \
 	-v tsdir="$DEMO/tablespace" \
