@@ -69,6 +69,7 @@ CREATE TABLE order_line_heap (id int, item_id int REFERENCES item_heap);
 BEGIN;
 INSERT INTO order_line VALUES (1, 1);
 INSERT INTO order_line_heap VALUES (1, 1);
+\echo '-- meanwhile a second session inserts lines for item 1 into both tables'
 \! $PSQL_AGAIN -c "INSERT INTO order_line VALUES (2, 1); INSERT INTO order_line_heap VALUES (2, 1)"
 COMMIT;
 -- xmax of the item row: heap left a MultiXact there, refdata nothing
