@@ -68,6 +68,10 @@ for am in heap refdata; do
 			item_id int NOT NULL REFERENCES item_$am);"
 done
 
+for am in heap refdata; do
+	sed "s/@AM@/$am/g" "$HERE/fk_insert.sql" >"$WORK/fk_insert_$am.sql"
+done
+
 # next MultiXact id, as of a checkpoint taken now
 next_mxid() { psql -c "CHECKPOINT" -c "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
 
@@ -80,7 +84,7 @@ echo
 printf '%-8s %-8s %10s %12s %10s %12s %12s\n' clients parent tps wal_bytes multixacts lock_waits lwlock_waits
 for c in $CLIENTS; do
 	for am in heap refdata; do
-		psql -c "TRUNCATE line_$am; VACUUM item_$am"
+		psql -c "TRUNCATE line_$am" -c "VACUUM item_$am"
 		m0=$(next_mxid)
 		w0=$(psql -c "SELECT pg_current_wal_lsn()")
 		# sample waits while pgbench runs
@@ -98,8 +102,8 @@ for c in $CLIENTS; do
 		sampler=$!
 		rm -f "$WORK/stop"
 		tps=$("$BIN/pgbench" -n -h 127.0.0.1 -p "$port" -U postgres -M prepared \
-			-c "$c" -j "$c" -T "$DURATION" -D child="line_$am" \
-			-f "$HERE/fk_insert.sql" postgres 2>"$WORK/pgbench.err" |
+			-c "$c" -j "$c" -T "$DURATION" \
+			-f "$WORK/fk_insert_$am.sql" postgres 2>"$WORK/pgbench.err" |
 			sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
 		touch "$WORK/stop"
 		wait $sampler
