@@ -19,6 +19,7 @@
 #include "access/multixact.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_authid_d.h"
 #include "catalog/pg_type_d.h"
 #include "funcapi.h"
@@ -348,15 +349,19 @@ refdata_verify(PG_FUNCTION_ARGS)
 	Relation	rel;
 	BlockNumber nblocks;
 	TransactionId nextxid;
+	LOCKMODE	lockmode;
 	BufferAccessStrategy bstrategy = GetAccessStrategy(BAS_BULKREAD);
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	/*
 	 * ShareUpdateExclusiveLock keeps VACUUM from freezing tuples and moving
-	 * relfrozenxid while we compare the two; readers and writers go on.
+	 * relfrozenxid while we compare the two; readers and writers go on.  A
+	 * standby cannot take it; there, replay may freeze a tuple after we
+	 * read relfrozenxid, which only makes the horizon check more lenient.
 	 */
-	rel = refdata_open_for_inspection(relid, ShareUpdateExclusiveLock);
+	lockmode = RecoveryInProgress() ? AccessShareLock : ShareUpdateExclusiveLock;
+	rel = refdata_open_for_inspection(relid, lockmode);
 	nblocks = RelationGetNumberOfBlocks(rel);
 	nextxid = ReadNextTransactionId();
 
@@ -402,6 +407,6 @@ refdata_verify(PG_FUNCTION_ARGS)
 		UnlockReleaseBuffer(buffer);
 	}
 
-	relation_close(rel, ShareUpdateExclusiveLock);
+	relation_close(rel, lockmode);
 	return (Datum) 0;
 }

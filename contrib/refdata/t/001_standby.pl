@@ -58,6 +58,14 @@ is( $standby->safe_psql(
 	'42',
 	'index scan on the standby');
 
+# The inspection functions work on the standby too.
+is( $standby->safe_psql(
+		'postgres', q{
+	SELECT (SELECT count(*) FROM refdata_verify('item')) || ',' ||
+	       (SELECT count(*) FROM refdata_rowlocks('item'))}),
+	'0,0',
+	'refdata_verify and refdata_rowlocks on the standby');
+
 # Row locks cannot be taken on a standby; the error is the usual one.
 my ($ret, $out, $err) = $standby->psql('postgres',
 	'SELECT id FROM item WHERE id = 1 FOR KEY SHARE');
