@@ -28,6 +28,7 @@
 #include "nodes/execnodes.h"
 #include "commands/defrem.h"
 #include "fmgr.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 
 #include "refdata.h"
@@ -40,11 +41,14 @@ const TableAmRoutine *refdata_heap = NULL;
 static TableAmRoutine refdata_routine;
 static bool refdata_routine_ready = false;
 
-/* Module load: install the executor hook that takes the write lock early. */
+static void refdata_relcache_callback(Datum arg, Oid relid);
+
+/* Module load: install the hooks and the relcache callback. */
 void
 _PG_init(void)
 {
 	refdata_install_hooks();
+	CacheRegisterRelcacheCallback(refdata_relcache_callback, (Datum) 0);
 }
 
 /* Is relid a relation (of any kind) whose access method is refdata? */
@@ -131,6 +135,26 @@ refdata_relation_toast_am(Relation rel)
 }
 
 /*
+ * The relation whose relcache entry carries heap's routine while one of
+ * heap's index-build scans runs on it (see below), or NULL.
+ */
+static Relation refdata_swapped_rel = NULL;
+
+/*
+ * Relcache invalidation callback: if the swapped entry was rebuilt (a GRANT
+ * on the table during CREATE INDEX is enough), its rd_tableam is refdata's
+ * again; put heap's back, or heap_getnext() would fail mid-scan.  Rebuilds
+ * keep the entry at the same address, so the pointer stays valid.
+ */
+static void
+refdata_relcache_callback(Datum arg, Oid relid)
+{
+	if (refdata_swapped_rel != NULL &&
+		(!OidIsValid(relid) || relid == RelationGetRelid(refdata_swapped_rel)))
+		refdata_swapped_rel->rd_tableam = refdata_heap;
+}
+
+/*
  * index_build_range_scan: heap's scan, run with heap's routine installed in
  * the relcache entry.  heap_getnext() (used by heap's index build code)
  * rejects scans of relations whose rd_tableam is not heap's own routine
@@ -147,9 +171,11 @@ refdata_index_build_range_scan(Relation table_rel, Relation index_rel,
 							   void *callback_state, TableScanDesc scan)
 {
 	const TableAmRoutine *saved = table_rel->rd_tableam;
+	Relation	saved_swapped = refdata_swapped_rel;
 	double		result;
 
 	table_rel->rd_tableam = refdata_heap;
+	refdata_swapped_rel = table_rel;
 	PG_TRY();
 	{
 		result = refdata_heap->index_build_range_scan(table_rel, index_rel,
@@ -161,6 +187,7 @@ refdata_index_build_range_scan(Relation table_rel, Relation index_rel,
 	}
 	PG_FINALLY();
 	{
+		refdata_swapped_rel = saved_swapped;
 		table_rel->rd_tableam = saved;
 	}
 	PG_END_TRY();
@@ -175,8 +202,10 @@ refdata_index_validate_scan(Relation table_rel, Relation index_rel,
 							ValidateIndexState *state)
 {
 	const TableAmRoutine *saved = table_rel->rd_tableam;
+	Relation	saved_swapped = refdata_swapped_rel;
 
 	table_rel->rd_tableam = refdata_heap;
+	refdata_swapped_rel = table_rel;
 	PG_TRY();
 	{
 		refdata_heap->index_validate_scan(table_rel, index_rel, index_info,
@@ -184,6 +213,7 @@ refdata_index_validate_scan(Relation table_rel, Relation index_rel,
 	}
 	PG_FINALLY();
 	{
+		refdata_swapped_rel = saved_swapped;
 		table_rel->rd_tableam = saved;
 	}
 	PG_END_TRY();

@@ -67,6 +67,34 @@ refdata_lock_for_write(Relation rel)
 }
 
 /*
+ * Take the write lock for SELECT ... FOR UPDATE / FOR NO KEY UPDATE,
+ * honouring NOWAIT and SKIP LOCKED: what they promise for the row must hold
+ * for the table lock that stands in for it.  Returns false if the row is to
+ * be skipped.
+ */
+static bool
+refdata_lock_for_row_mark(Relation rel, LockWaitPolicy wait_policy)
+{
+	if (wait_policy == LockWaitBlock ||
+		CheckRelationLockedByMe(rel, ExclusiveLock, true))
+	{
+		refdata_lock_for_write(rel);
+		return true;
+	}
+	if (ConditionalLockRelationOid(RelationGetRelid(rel), ExclusiveLock))
+		return true;
+	if (wait_policy == LockWaitSkip)
+		return false;
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("could not obtain lock on row in relation \"%s\"",
+					RelationGetRelationName(rel)),
+			 errdetail("Locking a row of refdata table \"%s\" FOR UPDATE or FOR NO KEY UPDATE needs an ExclusiveLock on the table, which another transaction's lock conflicts with.",
+					   RelationGetRelationName(rel))));
+	return false;				/* keep the compiler quiet */
+}
+
+/*
  * Can a lock-only xmax be ignored by a KEY SHARE locker?  Only if it belongs
  * to other transactions and does not conflict with KEY SHARE.  Our own marks
  * go to heap, which knows how to combine them (subtransactions included).
@@ -197,7 +225,10 @@ refdata_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 			return TM_Ok;
 	}
 	else if (mode == LockTupleNoKeyExclusive || mode == LockTupleExclusive)
-		refdata_lock_for_write(rel);
+	{
+		if (!refdata_lock_for_row_mark(rel, wait_policy))
+			return TM_WouldBlock;	/* SKIP LOCKED: skip the row */
+	}
 
 	return refdata_heap->tuple_lock(rel, tid, snapshot, slot, cid, mode,
 									wait_policy, flags, tmfd);
@@ -251,8 +282,13 @@ refdata_lock_plan_targets(PlannedStmt *stmt)
 	{
 		PlanRowMark *rc = lfirst_node(PlanRowMark, lc);
 
-		if (rc->markType == ROW_MARK_EXCLUSIVE ||
-			rc->markType == ROW_MARK_NOKEYEXCLUSIVE)
+		/*
+		 * NOWAIT and SKIP LOCKED must not wait here; tuple_lock takes the
+		 * lock conditionally when it gets to a row.
+		 */
+		if ((rc->markType == ROW_MARK_EXCLUSIVE ||
+			 rc->markType == ROW_MARK_NOKEYEXCLUSIVE) &&
+			rc->waitPolicy == LockWaitBlock)
 			refdata_lock_rte(stmt, rc->rti);
 	}
 }

@@ -67,6 +67,22 @@ RESET enable_seqscan;
 RESET enable_bitmapscan;
 RESET enable_indexscan;
 
+-- the relcache entry of the table is rebuilt in the middle of an index build
+-- (here by a GRANT from the indexed function): the build goes on
+CREATE TABLE item_g (id int) USING refdata;
+INSERT INTO item_g SELECT generate_series(1, 1000);
+CREATE FUNCTION grant_now() RETURNS void LANGUAGE plpgsql VOLATILE
+  AS $$ BEGIN EXECUTE 'GRANT SELECT ON public.item_g TO PUBLIC'; END $$;
+CREATE FUNCTION grant_midway(int) RETURNS int LANGUAGE plpgsql IMMUTABLE
+  AS $$ BEGIN
+    IF $1 = 500 THEN PERFORM public.grant_now(); END IF;
+    RETURN $1;
+  END $$;
+CREATE INDEX item_g_midway ON item_g (grant_midway(id));
+SELECT count(*) FROM item_g WHERE grant_midway(id) < 100;
+DROP TABLE item_g;
+DROP FUNCTION grant_midway(int), grant_now();
+
 -- VACUUM, ANALYZE, VACUUM FULL, CLUSTER: the table stays refdata
 CREATE TEMP TABLE before AS SELECT id, md5(item::text) AS h FROM item;
 VACUUM item;
