@@ -357,8 +357,8 @@ refdata_verify(PG_FUNCTION_ARGS)
 	/*
 	 * ShareUpdateExclusiveLock keeps VACUUM from freezing tuples and moving
 	 * relfrozenxid while we compare the two; readers and writers go on.  A
-	 * standby cannot take it; there, replay may freeze a tuple after we
-	 * read relfrozenxid, which only makes the horizon check more lenient.
+	 * standby cannot take it; there, replay may freeze a tuple after we read
+	 * relfrozenxid, which only makes the horizon check more lenient.
 	 */
 	lockmode = RecoveryInProgress() ? AccessShareLock : ShareUpdateExclusiveLock;
 	rel = refdata_open_for_inspection(relid, lockmode);

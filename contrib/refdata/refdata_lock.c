@@ -200,8 +200,8 @@ refdata_try_skip_key_share(Relation rel, ItemPointer tid,
 	}
 
 	/*
-	 * The pin keeps the tuple where it is after the content lock is gone,
-	 * as in heap's own tuple_lock; the slot takes over the pin.
+	 * The pin keeps the tuple where it is after the content lock is gone, as
+	 * in heap's own tuple_lock; the slot takes over the pin.
 	 */
 	ExecStorePinnedBufferHeapTuple(tuple, slot, buffer);
 	return true;
@@ -300,8 +300,8 @@ refdata_executor_start(QueryDesc *queryDesc, int eflags)
 	/*
 	 * A read-only transaction (a standby's included) fails later anyway if
 	 * the statement writes; taking ExclusiveLock first would only make it
-	 * wait, or fail with the wrong error.  Parallel workers run plans that
-	 * do not write.
+	 * wait, or fail with the wrong error.  Parallel workers run plans that do
+	 * not write.
 	 */
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && !XactReadOnly &&
 		!IsParallelWorker())
