@@ -68,6 +68,24 @@ testmake()
 suite regress testmake installcheck-regress
 suite tap testmake prove-installcheck
 
+# contrib/refdata's own suites, the same way: its Makefile through PGXS
+# (USE_PGXS=1) with VPATH, results and temporary instances under
+# build/check/refdata.  Each suite runs alone so that it is logged and
+# counted alone; pg_isolation_regress reports like pg_regress.
+RD_OUT=$LOGDIR/refdata
+refdatamake()
+{
+	as_test_user "$RD_OUT" $MAKE -C "$RD_OUT" \
+		-f "$TOP/contrib/refdata/Makefile" VPATH="$TOP/contrib/refdata" \
+		USE_PGXS=1 PG_CONFIG="$PG_CONFIG" "$@"
+}
+
+suite refdata-regress refdatamake installcheck ISOLATION= TAP_TESTS= \
+	EXTRA_REGRESS_OPTS="--temp-instance=$RD_OUT/tmp_check_regress"
+suite refdata-isolation refdatamake installcheck REGRESS= TAP_TESTS= \
+	EXTRA_REGRESS_OPTS="--temp-instance=$RD_OUT/tmp_check_isolation"
+suite refdata-tap refdatamake installcheck REGRESS= ISOLATION=
+
 echo
 if [ -n "${PGSTRATA_T0:-}" ]; then
 	echo "wall time of the whole run: $(($(date +%s) - PGSTRATA_T0)) s"

@@ -69,6 +69,36 @@ SELECT (SELECT md5(string_agg(body, '' ORDER BY name)) FROM docs_pglz) =
 SHOW toast_zstd_level;
 
 \echo
+\echo '=== refdata: foreign-key checks against a reference table take no row locks'
+CREATE EXTENSION refdata;
+CREATE EXTENSION pageinspect;
+CREATE TABLE item (id int PRIMARY KEY, name text) USING refdata;
+CREATE TABLE item_heap (id int PRIMARY KEY, name text);
+INSERT INTO item SELECT g, 'item ' || g FROM generate_series(1, 10) g;
+INSERT INTO item_heap SELECT * FROM item;
+CREATE TABLE order_line (id int, item_id int REFERENCES item);
+CREATE TABLE order_line_heap (id int, item_id int REFERENCES item_heap);
+-- two transactions at once insert lines referencing the same item
+BEGIN;
+INSERT INTO order_line VALUES (1, 1);
+INSERT INTO order_line_heap VALUES (1, 1);
+\echo '-- meanwhile a second session inserts lines for item 1 into both tables'
+\! $PSQL_AGAIN -c "INSERT INTO order_line VALUES (2, 1); INSERT INTO order_line_heap VALUES (2, 1)"
+COMMIT;
+-- xmax of the item row: heap left a MultiXact there, refdata nothing
+SELECT 'refdata' AS parent, t_xmax, (t_infomask & 4096) <> 0 AS xmax_is_multixact
+FROM heap_page_items(get_raw_page('item', 0)) WHERE lp = 1
+UNION ALL
+SELECT 'heap', t_xmax, (t_infomask & 4096) <> 0
+FROM heap_page_items(get_raw_page('item_heap', 0)) WHERE lp = 1;
+-- writers take the table lock: serialize them explicitly
+BEGIN;
+LOCK TABLE item IN EXCLUSIVE MODE;
+UPDATE item SET name = 'renamed' WHERE id = 2;
+COMMIT;
+SELECT count(*) AS problems FROM refdata_verify('item');
+
+\echo
 \echo '=== Compressed tablespaces: a plain and a compressed database, same data'
 CREATE TABLESPACE cts LOCATION :'tsdir' WITH (compression = 'zstd');
 \db+ cts

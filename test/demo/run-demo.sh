@@ -39,6 +39,9 @@ trap stop EXIT
 	start >/dev/null
 echo "--- demo cluster in build/demo/data, listening on 127.0.0.1:$port"
 
+# A second session, for the parts of the demo that need two at once.
+export PSQL_AGAIN="$BIN/psql -X -q -h 127.0.0.1 -p $port -U postgres -d postgres"
+
 psql()
 {
 	"$BIN/psql" -X -q -h 127.0.0.1 -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@"

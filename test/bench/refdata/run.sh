@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+#
+# run.sh: foreign-key-heavy pgbench, heap parent vs refdata parent.
+#
+# Many clients insert order lines that reference a 10-row parent table.
+# For each client count (default 8 32 64) and each parent access method,
+# one pgbench run of DURATION seconds (default 20) against a throwaway
+# cluster on 127.0.0.1, then: TPS, WAL bytes, MultiXacts created, and lock
+# waits (samples of pg_stat_activity every 100 ms: backends waiting on a
+# heavyweight lock, or on an LWLock such as the MultiXact SLRU ones).
+# Results go to stdout; results.md in this directory is one such run.
+#
+#   test/bench/refdata/run.sh [DURATION [CLIENTS...]]
+#
+# Run as root, it runs the cluster as the test user (test/lib.sh).
+
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../../.." && pwd)
+BIN=$TOP/build/install/bin
+WORK=$TOP/build/bench/refdata
+. "$TOP/test/lib.sh"
+
+if [ "$(id -u)" = 0 ]; then
+	rm -rf "$WORK"
+	as_test_user "$WORK" "$0" "$@"
+	exit
+fi
+
+DURATION=${1:-20}
+shift || true
+CLIENTS=${*:-8 32 64}
+
+port=$(perl -MIO::Socket::INET -e \
+	'print IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1", LocalPort => 0)->sockport')
+rm -rf "$WORK"/*
+mkdir -p "$WORK"
+sockdir=$(mktemp -d /tmp/pgstrata-bench.XXXXXX)
+stop()
+{
+	"$BIN/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1 || true
+	rm -rf "$sockdir"
+}
+trap stop EXIT
+
+"$BIN/initdb" -D "$WORK/data" -A trust -U postgres --no-sync >"$WORK/initdb.log"
+cat >>"$WORK/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$sockdir'
+max_connections = 100
+shared_buffers = 256MB
+max_wal_size = 4GB
+checkpoint_timeout = 30min
+synchronous_commit = off
+autovacuum = off
+CONF
+"$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null
+
+psql() { "$BIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -U postgres -d postgres "$@"; }
+
+psql -c "CREATE EXTENSION refdata"
+for am in heap refdata; do
+	psql -c "CREATE TABLE item_$am (id int PRIMARY KEY, name text) USING $am;
+		INSERT INTO item_$am SELECT g, 'item ' || g FROM generate_series(1, 10) g;
+		CREATE TABLE line_$am (id bigserial PRIMARY KEY,
+			item_id int NOT NULL REFERENCES item_$am);"
+done
+
+for am in heap refdata; do
+	sed "s/@AM@/$am/g" "$HERE/fk_insert.sql" >"$WORK/fk_insert_$am.sql"
+done
+
+# next MultiXact id, as of a checkpoint taken now
+next_mxid() { psql -c "CHECKPOINT" -c "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
+
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
+echo "server: $("$BIN/postgres" --version)"
+echo "command: test/bench/refdata/run.sh $DURATION $CLIENTS"
+echo "settings: shared_buffers=256MB synchronous_commit=off autovacuum=off, pgbench -M prepared -T $DURATION, 5 inserts/transaction, 10 parent rows"
+echo
+printf '%-8s %-8s %10s %12s %10s %12s %12s\n' clients parent tps wal_bytes multixacts lock_waits lwlock_waits
+for c in $CLIENTS; do
+	for am in heap refdata; do
+		psql -c "TRUNCATE line_$am" -c "VACUUM item_$am"
+		m0=$(next_mxid)
+		w0=$(psql -c "SELECT pg_current_wal_lsn()")
+		# sample waits while pgbench runs
+		(
+			lock=0 lw=0
+			while [ ! -e "$WORK/stop" ]; do
+				read -r l w < <(psql -F ' ' -c "SELECT count(*) FILTER (WHERE wait_event_type = 'Lock'),
+					count(*) FILTER (WHERE wait_event_type = 'LWLock')
+					FROM pg_stat_activity WHERE backend_type = 'client backend'")
+				lock=$((lock + l)) lw=$((lw + w))
+				sleep 0.1
+			done
+			echo "$lock $lw" >"$WORK/waits"
+		) &
+		sampler=$!
+		rm -f "$WORK/stop"
+		tps=$("$BIN/pgbench" -n -h 127.0.0.1 -p "$port" -U postgres -M prepared \
+			-c "$c" -j "$c" -T "$DURATION" \
+			-f "$WORK/fk_insert_$am.sql" postgres 2>"$WORK/pgbench.err" |
+			sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
+		touch "$WORK/stop"
+		wait $sampler
+		read -r lockw lww <"$WORK/waits"
+		w1=$(psql -c "SELECT pg_current_wal_lsn()")
+		wal=$(psql -c "SELECT pg_wal_lsn_diff('$w1', '$w0')::bigint")
+		m1=$(next_mxid)
+		printf '%-8s %-8s %10s %12s %10s %12s %12s\n' "$c" "$am" "$tps" "$wal" \
+			$((m1 - m0)) "$lockw" "$lww"
+	done
+done
