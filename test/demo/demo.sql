@@ -15,8 +15,7 @@ SELECT version();
 SELECT feature, CASE WHEN available THEN 'yes' ELSE 'not yet' END AS available
 FROM (VALUES
 	('compressed tablespaces (CREATE TABLESPACE ... WITH (compression))',
-	 EXISTS (SELECT FROM pg_catalog.pg_settings WHERE name = 'wal_log_hints')
-	 AND pg_catalog.version() ~ 'pgstrata'),
+	 EXISTS (SELECT FROM pg_available_extensions WHERE name = 'pgstrata')),
 	('bulk I/O settings (polar_bulk_read_size and friends)',
 	 EXISTS (SELECT FROM pg_settings WHERE name = 'polar_bulk_read_size')),
 	('refdata table access method (CREATE EXTENSION refdata)',
