@@ -20,8 +20,9 @@
 #                   only costs at checkpoints and evictions
 #   page_cache      shared_buffers 64 MB: most reads come from the OS page
 #                   cache and are decompressed
-# The I/O-bound scenario (../../../../shared/bench/io-bound-rig.md) is not
-# run by this script yet.
+#   io_bound        shared_buffers 64 MB in a small-memory, slow-disk rig of
+#                   control groups; run through speed-io-bound.sh, which
+#                   makes the rig (the team's io-bound-rig.md recipe)
 #
 # Environment: ROUNDS (3), SECONDS_PER_RUN (30), THREADS (2), TABLES (4),
 # TABLE_SIZE (250000), SCENARIOS ("shared_buffers page_cache").
@@ -62,7 +63,18 @@ max_connections = 50
 include_if_exists = 'scenario.conf'
 EOF
 
-start() { "$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null; }
+# start: start the server, inside the rig's control groups when there is one
+# (PGSTRATA_RIG, set by speed-io-bound.sh), so that its page cache is the
+# rig's too
+start()
+{
+	(
+		for g in ${PGSTRATA_RIG:-}; do
+			echo "$BASHPID" >"/sys/fs/cgroup/$g/cgroup.procs"
+		done
+		exec "$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null
+	)
+}
 stop() { "$BIN/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1 || true; }
 trap stop EXIT
 psql() { "$BIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -v ON_ERROR_STOP=1 "$@"; }
@@ -96,12 +108,17 @@ for scenario in $SCENARIOS; do
 	case $scenario in
 		shared_buffers) echo "shared_buffers = 1GB" >"$WORK/data/scenario.conf" ;;
 		page_cache) echo "shared_buffers = 64MB" >"$WORK/data/scenario.conf" ;;
+		io_bound)
+			[ -n "${PGSTRATA_RIG:-}" ] || { echo "io_bound needs the rig: run speed-io-bound.sh" >&2; exit 1; }
+			echo "shared_buffers = 64MB" >"$WORK/data/scenario.conf" ;;
 		*) echo "unknown scenario $scenario" >&2; exit 1 ;;
 	esac
 	stop
 	start
 	for db in plain compressed; do
-		# read everything once: into shared buffers or at least the page cache
+		# read everything once: into shared buffers or at least the page
+		# cache (not with the rig: its memory is smaller than the data)
+		[ "$scenario" = io_bound ] && continue
 		psql -d "$db" -c "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c WHERE relname LIKE 'sbtest%'" >/dev/null
 	done
 	for workload in oltp_read_only oltp_write_only oltp_read_write; do
@@ -129,6 +146,11 @@ done
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -sr); sysbench and the server on the same machine"
 	echo "- server: $("$BIN/postgres" --version); wal_log_hints on; tablespace WITH (compression = 'zstd'), level 1"
+	if [ -n "${PGSTRATA_RIG:-}" ]; then
+		echo "- the server ran in the I/O-bound rig for all scenarios: ${PGSTRATA_RIG_DESC:-}"
+	else
+		echo "- the server ran without the I/O-bound rig"
+	fi
 	echo "- sizes: plain $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('plain'))"), compressed $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('compressed'))") (after the runs)"
 	echo
 	echo "| scenario | workload | plain TPS | compressed TPS | ratio | CPU s / 1000 tx plain | compressed | server block reads plain | compressed |"
