@@ -79,3 +79,23 @@ bench_as_test_user()
 	cat "$work/results.md" >"$out"
 	return $rc
 }
+
+# bench_cluster WORK: initdb a new cluster in WORK/data that listens on a free
+# port of 127.0.0.1 only (set in $port), with the settings compressed
+# tablespaces require, and an empty WORK/cts for one.  Callers append their
+# own settings to WORK/data/postgresql.conf.
+bench_cluster()
+{
+	local work=$1
+	rm -rf "$work/data" "$work/cts"
+	mkdir -p "$work/cts"
+	port=$(free_port)
+	"$TOP/build/install/bin/initdb" -D "$work/data" -A trust --no-sync >"$work/initdb.log"
+	cat >>"$work/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = ''
+wal_log_hints = on
+max_wal_size = 8GB
+CONF
+}

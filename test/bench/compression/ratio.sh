@@ -34,19 +34,11 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 mkdir -p "$WORK"
-rm -rf "$WORK/data" "$WORK/cts"
-mkdir -p "$WORK/cts"
 gcc -O2 -o "$WORK/page_ideal" "$TOP/test/bench/compression/page_ideal.c" -lzstd
 
-port=$(free_port)
-"$BIN/initdb" -D "$WORK/data" -A trust --no-sync >"$WORK/initdb.log"
+bench_cluster "$WORK"
 cat >>"$WORK/data/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = $port
-unix_socket_directories = ''
-wal_log_hints = on
 shared_buffers = 512MB
-max_wal_size = 8GB
 checkpoint_timeout = 30min
 EOF
 "$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null

@@ -48,16 +48,8 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 mkdir -p "$WORK"
-rm -rf "$WORK/data" "$WORK/cts"
-mkdir -p "$WORK/cts"
-port=$(free_port)
-"$BIN/initdb" -D "$WORK/data" -A trust --no-sync >"$WORK/initdb.log"
+bench_cluster "$WORK"
 cat >>"$WORK/data/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = $port
-unix_socket_directories = ''
-wal_log_hints = on
-max_wal_size = 8GB
 checkpoint_timeout = 5min
 max_connections = 50
 include_if_exists = 'scenario.conf'
