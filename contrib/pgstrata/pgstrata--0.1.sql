@@ -42,3 +42,31 @@ WHERE c.relkind IN ('r', 'i', 't', 'm', 'S')
 
 REVOKE ALL ON pgstrata_compression FROM PUBLIC;
 GRANT SELECT ON pgstrata_compression TO pg_read_all_stats;
+
+-- The bulk I/O counters of the polar_bulk_* settings, one row per backend
+-- type, since server start or the last reset.
+CREATE FUNCTION pgstrata_bulk_io(
+	OUT backend_type text,
+	OUT bulk_reads bigint,
+	OUT bulk_read_blocks bigint,
+	OUT heap_pre_extensions bigint,
+	OUT heap_pre_extended_blocks bigint,
+	OUT index_pre_extensions bigint,
+	OUT index_pre_extended_blocks bigint,
+	OUT index_trimmed_blocks bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgstrata_bulk_io'
+LANGUAGE C STRICT PARALLEL SAFE;
+
+CREATE VIEW pgstrata_bulk_io AS SELECT * FROM pgstrata_bulk_io();
+
+CREATE FUNCTION pgstrata_bulk_io_reset()
+RETURNS void
+AS 'MODULE_PATHNAME', 'pgstrata_bulk_io_reset'
+LANGUAGE C STRICT PARALLEL SAFE;
+
+REVOKE ALL ON FUNCTION pgstrata_bulk_io() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pgstrata_bulk_io() TO pg_read_all_stats;
+REVOKE ALL ON pgstrata_bulk_io FROM PUBLIC;
+GRANT SELECT ON pgstrata_bulk_io TO pg_read_all_stats;
+REVOKE ALL ON FUNCTION pgstrata_bulk_io_reset() FROM PUBLIC;

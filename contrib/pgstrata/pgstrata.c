@@ -6,6 +6,8 @@
  * pgstrata_relation_compression(regclass) reports, for each compressed fork
  * of a relation, its logical and physical size and where the physical bytes
  * go (images, slack, garbage), from the fork's own segment headers and maps.
+ * pgstrata_bulk_io() reads the counters of the polar_bulk_* settings that
+ * core keeps in shared memory (src/backend/storage/buffer/bulk_io.c).
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -19,6 +21,8 @@
 #include "access/relation.h"
 #include "catalog/pg_class.h"
 #include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bulk_io.h"
 #include "storage/pcs.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
@@ -26,6 +30,8 @@
 PG_MODULE_MAGIC;
 
 PG_FUNCTION_INFO_V1(pgstrata_relation_compression);
+PG_FUNCTION_INFO_V1(pgstrata_bulk_io);
+PG_FUNCTION_INFO_V1(pgstrata_bulk_io_reset);
 
 /* Rows of pgstrata_relation_compression(): one per compressed fork */
 Datum
@@ -74,5 +80,37 @@ pgstrata_relation_compression(PG_FUNCTION_ARGS)
 	}
 
 	relation_close(rel, AccessShareLock);
+	PG_RETURN_VOID();
+}
+
+/* Rows of pgstrata_bulk_io(): the bulk I/O counters of each backend type */
+Datum
+pgstrata_bulk_io(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	for (int t = 1; t < BACKEND_NUM_TYPES; t++)
+	{
+		Datum		values[1 + BULK_IO_NUM_COUNTERS];
+		bool		nulls[1 + BULK_IO_NUM_COUNTERS] = {0};
+
+		values[0] = CStringGetTextDatum(GetBackendTypeDesc((BackendType) t));
+		for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
+			values[1 + c] =
+				Int64GetDatum((int64) bulk_io_counter_value(t, (BulkIoCounter) c));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
+							 values, nulls);
+	}
+
+	PG_RETURN_VOID();
+}
+
+/* pgstrata_bulk_io_reset(): set the bulk I/O counters back to zero */
+Datum
+pgstrata_bulk_io_reset(PG_FUNCTION_ARGS)
+{
+	bulk_io_reset_counters();
 	PG_RETURN_VOID();
 }

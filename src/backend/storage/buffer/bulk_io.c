@@ -1,0 +1,380 @@
+/*-------------------------------------------------------------------------
+ *
+ * bulk_io.c
+ *	  Bulk read-ahead and pre-extension: the polar_bulk_* settings.
+ *
+ * PostgreSQL 17 already combines the reads of sequential scans and ANALYZE
+ * into one vectored read of up to io_combine_limit blocks (read_stream.c).
+ * This file adds:
+ *
+ * - polar_bulk_read_size: the combine size of every read stream, so that
+ *   one setting governs read-ahead (0 reads one block at a time), and the
+ *   copy of ALTER TABLE ... SET TABLESPACE (RelationCopyStorage) through a
+ *   read stream into shared buffers instead of one smgrread per block
+ *   (VACUUM's first heap pass and B-tree vacuum scans got read streams in
+ *   vacuumlazy.c and nbtree.c, with bulk_io_block_range_next for the
+ *   latter);
+ *
+ * - heap pre-extension: a relation of at least
+ *   polar_min_bulk_extend_table_size blocks that runs out of free space
+ *   grows by polar_bulk_extend_size blocks at once.  The part that the
+ *   buffer manager extends with pinned buffers is as in stock PostgreSQL;
+ *   the rest of the window is zero-extended in the file without buffers and
+ *   entered into the free space map.  Zero pages are initialised by the
+ *   first insert that picks them (hio.c does that for every new page found
+ *   through the FSM), so a crash leaves only zero pages, which VACUUM
+ *   enters into the FSM again;
+ *
+ * - pre-extension of index builds: a bulk write (bulk_write.c) with a
+ *   window keeps the file that many blocks ahead of the highest page
+ *   written, writes each contiguous run of pending pages with one
+ *   smgrwritev, and cuts the unused tail when the build ends;
+ *
+ * - counters per backend type in shared memory, read by the pgstrata
+ *   extension (pgstrata_bulk_io).
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * IDENTIFICATION
+ *	  src/backend/storage/buffer/bulk_io.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/bufmgr.h"
+#include "storage/bulk_io.h"
+#include "storage/bulk_write.h"
+#include "storage/freespace.h"
+#include "storage/read_stream.h"
+#include "storage/shmem.h"
+#include "utils/rel.h"
+
+/* The settings, in blocks */
+int			polar_bulk_read_size = BULK_IO_DEFAULT_READ_SIZE;
+int			polar_bulk_extend_size = BULK_IO_DEFAULT_EXTEND_SIZE;
+int			polar_min_bulk_extend_table_size = BULK_IO_DEFAULT_MIN_EXTEND_TABLE_SIZE;
+int			polar_index_create_bulk_extend_size = BULK_IO_DEFAULT_EXTEND_SIZE;
+
+/* The counters, one set per backend type, since server start or reset */
+typedef struct BulkIoShared
+{
+	pg_atomic_uint64 counters[BACKEND_NUM_TYPES][BULK_IO_NUM_COUNTERS];
+} BulkIoShared;
+
+static BulkIoShared *BulkIo = NULL;
+
+/* Shared memory the counters need */
+Size
+BulkIoShmemSize(void)
+{
+	return sizeof(BulkIoShared);
+}
+
+/* Create or attach to the counters in shared memory */
+void
+BulkIoShmemInit(void)
+{
+	bool		found;
+
+	BulkIo = ShmemInitStruct("pgstrata bulk I/O counters",
+							 BulkIoShmemSize(), &found);
+	if (!found)
+	{
+		for (int t = 0; t < BACKEND_NUM_TYPES; t++)
+			for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
+				pg_atomic_init_u64(&BulkIo->counters[t][c], 0);
+	}
+}
+
+/* Add n to a counter of this backend's type */
+void
+bulk_io_count(BulkIoCounter counter, uint64 n)
+{
+	/* a standalone backend before shared memory exists counts nothing */
+	if (BulkIo == NULL || MyBackendType < 0 ||
+		MyBackendType >= BACKEND_NUM_TYPES)
+		return;
+	pg_atomic_fetch_add_u64(&BulkIo->counters[MyBackendType][counter], n);
+}
+
+/* Current value of a counter of one backend type */
+uint64
+bulk_io_counter_value(int backend_type, BulkIoCounter counter)
+{
+	if (BulkIo == NULL || backend_type < 0 ||
+		backend_type >= BACKEND_NUM_TYPES)
+		return 0;
+	return pg_atomic_read_u64(&BulkIo->counters[backend_type][counter]);
+}
+
+/* Set every counter of every backend type back to zero */
+void
+bulk_io_reset_counters(void)
+{
+	if (BulkIo == NULL)
+		return;
+	for (int t = 0; t < BACKEND_NUM_TYPES; t++)
+		for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
+			pg_atomic_write_u64(&BulkIo->counters[t][c], 0);
+}
+
+/*
+ * The number of blocks a read stream may combine into one read.
+ *
+ * polar_bulk_read_size sets it; io_combine_limit, upstream's own setting,
+ * stays an upper bound (both default to 128 kB), so that neither setting can
+ * make a stream build reads larger than the other allows.
+ */
+int
+bulk_io_read_combine_limit(void)
+{
+	if (polar_bulk_read_size <= 0)
+		return 1;
+	return Min(polar_bulk_read_size, io_combine_limit);
+}
+
+/* Count one read of nblocks blocks issued by the buffer manager */
+void
+bulk_io_count_read(int nblocks)
+{
+	if (nblocks > 1)
+	{
+		bulk_io_count(BULK_IO_READS, 1);
+		bulk_io_count(BULK_IO_READ_BLOCKS, nblocks);
+	}
+}
+
+/* Read stream callback: the blocks of a range, in order */
+BlockNumber
+bulk_io_block_range_next(ReadStream *stream, void *callback_private_data,
+						 void *per_buffer_data)
+{
+	BulkIoBlockRange *range = (BulkIoBlockRange *) callback_private_data;
+
+	if (range->next >= range->end)
+		return InvalidBlockNumber;
+	return range->next++;
+}
+
+/*
+ * Copy a fork through a read stream: RelationCopyStorage's work with reads
+ * of up to polar_bulk_read_size blocks into shared buffers.
+ *
+ * Returns false, having done nothing, when the setting is 0 or the relation
+ * is temporary (its pages live in local buffers, which the buffer manager of
+ * 17 cannot read without a relcache entry); the caller then copies block by
+ * block as stock PostgreSQL does.  The reads verify every page as a scan
+ * does: a damaged page is an ERROR naming relation and block.  The source's
+ * buffers go away with its storage at commit; BAS_BULKREAD keeps the copy
+ * from pushing other data out of shared buffers.
+ */
+bool
+bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst, ForkNumber forknum,
+					 char relpersistence, bool use_wal)
+{
+	BulkWriteState *bulkstate;
+	BufferAccessStrategy strategy;
+	BulkIoBlockRange range;
+	ReadStream *stream;
+	Buffer		buf;
+
+	if (polar_bulk_read_size <= 0 || SmgrIsTemp(src))
+		return false;
+
+	bulkstate = smgr_bulk_start_smgr(dst, forknum, use_wal);
+	strategy = GetAccessStrategy(BAS_BULKREAD);
+	range.next = 0;
+	range.end = smgrnblocks(src, forknum);
+
+	stream = read_stream_begin_smgr_relation(READ_STREAM_FULL |
+											 READ_STREAM_MAINTENANCE,
+											 strategy, src, relpersistence,
+											 forknum, bulk_io_block_range_next,
+											 &range, 0);
+	while ((buf = read_stream_next_buffer(stream, NULL)) != InvalidBuffer)
+	{
+		BulkWriteBuffer page;
+		BlockNumber blkno = BufferGetBlockNumber(buf);
+
+		/* If we got a cancel signal during the copy of the data, quit */
+		CHECK_FOR_INTERRUPTS();
+
+		page = smgr_bulk_get_buf(bulkstate);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		memcpy(page->data, BufferGetPage(buf), BLCKSZ);
+		UnlockReleaseBuffer(buf);
+
+		/*
+		 * As in RelationCopyStorage: the kind of page is unknown, so it is
+		 * logged whole.
+		 */
+		smgr_bulk_write(bulkstate, blkno, page, false);
+	}
+	read_stream_end(stream);
+	FreeAccessStrategy(strategy);
+
+	smgr_bulk_finish(bulkstate);
+	return true;
+}
+
+/*
+ * Whether extending this heap relation should pre-extend it by the window.
+ *
+ * Only relations in shared buffers (temporary ones are private and small)
+ * of at least polar_min_bulk_extend_table_size blocks qualify.
+ */
+bool
+bulk_io_heap_wants_pre_extension(Relation rel)
+{
+	if (polar_bulk_extend_size <= 0 || RelationUsesLocalBuffers(rel))
+		return false;
+	return RelationGetNumberOfBlocks(rel) >=
+		(BlockNumber) polar_min_bulk_extend_table_size;
+}
+
+/*
+ * Zero-extend a heap relation to the end of the pre-extension window.
+ *
+ * The caller holds the relation extension lock and has just extended the
+ * relation by extended_by blocks with buffers, ending before next_block.
+ * The rest of the window is added without buffers (smgrzeroextend uses
+ * fallocate where it can, and a compressed fork only raises its logical
+ * size).  Returns the new end of the relation; the caller enters
+ * [next_block, that end) into the FSM once it has released the lock.
+ */
+BlockNumber
+bulk_io_heap_pre_extend(Relation rel, BlockNumber next_block,
+						uint32 extended_by)
+{
+	BlockNumber window = (BlockNumber) polar_bulk_extend_size;
+	BlockNumber nblocks;
+
+	if (extended_by >= window)
+		return next_block;
+	nblocks = window - extended_by;
+	if ((uint64) next_block + nblocks > (uint64) MaxBlockNumber)
+		nblocks = MaxBlockNumber - next_block;
+	if (nblocks == 0)
+		return next_block;
+
+	smgrzeroextend(RelationGetSmgr(rel), MAIN_FORKNUM, next_block,
+				   (int) nblocks, false);
+
+	bulk_io_count(BULK_IO_HEAP_EXTENSIONS, 1);
+	bulk_io_count(BULK_IO_HEAP_EXTENDED_BLOCKS, extended_by + nblocks);
+	return next_block + nblocks;
+}
+
+/* Enter the zero pages [from, to) of a heap relation into its FSM */
+void
+bulk_io_heap_record_free(Relation rel, BlockNumber from, BlockNumber to)
+{
+	Size		freespace = BLCKSZ - SizeOfPageHeaderData;
+
+	for (BlockNumber blkno = from; blkno < to; blkno++)
+		RecordPageWithFreeSpace(rel, blkno, freespace);
+
+	/* make the space visible to searches from the top of the map */
+	FreeSpaceMapVacuumRange(rel, from, to);
+}
+
+/*
+ * The number of leading pages VACUUM must keep of a heap relation.
+ *
+ * VACUUM truncates the empty pages at the end of a relation; without this,
+ * the window a pre-extension has just added would be cut off by the next
+ * VACUUM, and added again by the next insert.  A relation that pre-extends
+ * at its truncated size keeps up to one window of empty pages at its end.
+ */
+BlockNumber
+bulk_io_heap_truncate_floor(Relation rel, BlockNumber nonempty_pages,
+							BlockNumber rel_pages)
+{
+	uint64		keep;
+
+	if (polar_bulk_extend_size <= 0 || RelationUsesLocalBuffers(rel) ||
+		nonempty_pages < (BlockNumber) polar_min_bulk_extend_table_size)
+		return nonempty_pages;
+
+	keep = (uint64) nonempty_pages + polar_bulk_extend_size;
+	return (BlockNumber) Min(keep, (uint64) rel_pages);
+}
+
+/* The pre-extension window of an index build, in blocks (0: none) */
+BlockNumber
+bulk_io_index_extend_window(void)
+{
+	return (BlockNumber) Max(polar_index_create_bulk_extend_size, 0);
+}
+
+/*
+ * Write the sorted pending pages of a bulk write with a window.
+ *
+ * If the highest page lies at or past *extended_to (the end of the file),
+ * the file is first zero-extended to one window past that page.  Then each
+ * run of consecutive block numbers goes out with one smgrwritev.  *relsize
+ * is the end of the pages written so far, which the tail is cut back to at
+ * the end (bulk_io_trim).  The checksums are set here, as smgr_bulk_flush
+ * does for its own writes.
+ */
+void
+bulk_io_write_runs(SMgrRelation smgr, ForkNumber forknum,
+				   BlockNumber *blknos, Page *pages, int n,
+				   BlockNumber *relsize, BlockNumber *extended_to,
+				   BlockNumber window)
+{
+	BlockNumber last = blknos[n - 1];
+	int			i = 0;
+
+	if (last >= *extended_to)
+	{
+		uint64		target = (uint64) last + 1 + window;
+		BlockNumber nblocks;
+
+		if (target > (uint64) MaxBlockNumber)
+			target = MaxBlockNumber;
+		nblocks = (BlockNumber) target - *extended_to;
+		smgrzeroextend(smgr, forknum, *extended_to, (int) nblocks, true);
+		*extended_to = (BlockNumber) target;
+		bulk_io_count(BULK_IO_INDEX_EXTENSIONS, 1);
+		bulk_io_count(BULK_IO_INDEX_EXTENDED_BLOCKS, nblocks);
+	}
+
+	for (int j = 0; j < n; j++)
+		PageSetChecksumInplace(pages[j], blknos[j]);
+
+	while (i < n)
+	{
+		int			run = 1;
+
+		while (i + run < n && blknos[i + run] == blknos[i] + run)
+			run++;
+		smgrwritev(smgr, forknum, blknos[i], (const void **) &pages[i],
+				   run, true);
+		i += run;
+	}
+
+	if (last + 1 > *relsize)
+		*relsize = last + 1;
+}
+
+/*
+ * Cut the pre-extended tail of a finished bulk write back to its pages.
+ *
+ * The tail was never WAL-logged (zero-extension is not), so neither a
+ * standby nor crash recovery ever sees it; only the primary's file shrinks.
+ */
+void
+bulk_io_trim(SMgrRelation smgr, ForkNumber forknum, BlockNumber relsize,
+			 BlockNumber extended_to)
+{
+	BlockNumber old_nblocks = extended_to;
+
+	if (extended_to <= relsize)
+		return;
+	smgrtruncate2(smgr, &forknum, 1, &old_nblocks, &relsize);
+	bulk_io_count(BULK_IO_INDEX_TRIMMED_BLOCKS, extended_to - relsize);
+}

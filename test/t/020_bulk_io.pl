@@ -1,0 +1,421 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# The polar_bulk_* settings: bulk read-ahead and pre-extension.
+#
+# Every setting is flipped with ALTER SYSTEM + pg_reload_conf() and its
+# effect is read from the counters of the pgstrata extension
+# (pgstrata_bulk_io) and from relation sizes, on a plain and on a
+# compressed tablespace:
+#
+# - polar_bulk_read_size: sequential scans, VACUUM's heap scan, B-tree
+#   vacuum scans and ALTER TABLE SET TABLESPACE issue multi-block reads at
+#   the default and none at 0;
+# - polar_bulk_extend_size and polar_min_bulk_extend_table_size: a large
+#   table grows by the window at once, a small one page by page, and
+#   VACUUM keeps the window unless the setting is 0;
+# - polar_index_create_bulk_extend_size: a B-tree build pre-extends and cuts
+#   its unused tail, giving the same index as a build without it;
+# - amcheck (verify_heapam, bt_index_check with heapallindexed) after
+#   VACUUM, CREATE INDEX and concurrent single-row inserts with every
+#   setting at 0 and at its default;
+# - an immediate stop right after a pre-extension: after restart inserts go
+#   on, VACUUM finds the zero pages and inserts reuse them;
+# - a streaming standby gives the same answers.
+
+use strict;
+use warnings FATAL => 'all';
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('primary');
+$node->init(allows_streaming => 1);
+$node->append_conf('postgresql.conf', q(
+shared_buffers = 32MB
+wal_log_hints = on
+allow_in_place_tablespaces = on
+autovacuum = off
+checkpoint_timeout = 1h
+max_wal_size = 1GB
+wal_keep_size = 2GB
+log_statement = none
+));
+$node->start;
+
+$node->safe_psql('postgres', q(
+CREATE EXTENSION pgstrata;
+CREATE EXTENSION amcheck;
+CREATE EXTENSION pg_prewarm;
+CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
+CREATE TABLESPACE ts2 LOCATION '';
+));
+
+$node->backup('base');
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($node, 'base', has_streaming => 1);
+$standby->start;
+
+# The settings, their defaults in blocks, and their ranges.
+my %default = (
+	polar_bulk_read_size => 16,
+	polar_bulk_extend_size => 512,
+	polar_min_bulk_extend_table_size => 1024,
+	polar_index_create_bulk_extend_size => 512);
+
+for my $name (sort keys %default)
+{
+	is($node->safe_psql('postgres',
+			"SELECT setting || ' ' || unit || ' ' || context FROM pg_settings WHERE name = '$name'"),
+		"$default{$name} 8kB user", "$name: default and unit");
+}
+is($node->safe_psql('postgres', 'SHOW polar_bulk_read_size'),
+	'128kB', 'polar_bulk_read_size shows 128kB');
+is($node->safe_psql('postgres', 'SHOW polar_bulk_extend_size'),
+	'4MB', 'polar_bulk_extend_size shows 4MB');
+
+my ($ret, $out, $err) = $node->psql('postgres',
+	"ALTER SYSTEM SET polar_bulk_read_size = '512kB'");
+like($err, qr/64 8kB is outside the valid range for parameter "polar_bulk_read_size" \(0 8kB \.\. 32 8kB\)/,
+	'polar_bulk_read_size above 256kB is refused with the range');
+($ret, $out, $err) = $node->psql('postgres',
+	"ALTER SYSTEM SET polar_bulk_extend_size = '2GB'");
+like($err, qr/262144 8kB is outside the valid range for parameter "polar_bulk_extend_size" \(0 8kB \.\. 131072 8kB\)/,
+	'polar_bulk_extend_size above 1GB is refused with the range');
+($ret, $out, $err) = $node->psql('postgres',
+	"ALTER SYSTEM SET polar_index_create_bulk_extend_size = -1");
+like($err, qr/outside the valid range for parameter "polar_index_create_bulk_extend_size"/,
+	'a negative polar_index_create_bulk_extend_size is refused');
+
+# set_guc(NAME, VALUE): ALTER SYSTEM + reload, and wait until new sessions
+# see it (pg_settings.setting is in blocks).
+sub set_guc
+{
+	my ($name, $value) = @_;
+	my $blocks = $value eq 'DEFAULT' ? $default{$name} : $value;
+	if ($value eq 'DEFAULT')
+	{
+		$node->safe_psql('postgres', "ALTER SYSTEM RESET $name");
+	}
+	else
+	{
+		$node->safe_psql('postgres', "ALTER SYSTEM SET $name = $value");
+	}
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	$node->poll_query_until('postgres',
+		"SELECT setting = '$blocks' FROM pg_settings WHERE name = '$name'")
+	  or die "$name did not become $value";
+}
+
+my @counter_names = qw(bulk_reads bulk_read_blocks heap_pre_extensions
+  heap_pre_extended_blocks index_pre_extensions index_pre_extended_blocks
+  index_trimmed_blocks);
+
+# counters(): the client backends' counters as a hash
+sub counters
+{
+	my $row = $node->safe_psql('postgres',
+		'SELECT ' . join(', ', @counter_names)
+		  . " FROM pgstrata_bulk_io WHERE backend_type = 'client backend'");
+	my %c;
+	@c{@counter_names} = split /\|/, $row;
+	return \%c;
+}
+
+# delta(SQL): run SQL in one session, return how the counters moved
+sub delta
+{
+	my ($sql) = @_;
+	my $before = counters();
+	$node->safe_psql('postgres', $sql);
+	my $after = counters();
+	return { map { $_ => $after->{$_} - $before->{$_} } @counter_names };
+}
+
+# pages(REL): the logical number of main-fork pages (a compressed fork's
+# physical size is smaller, see pgstrata_relation_compression)
+sub pages
+{
+	my ($rel) = @_;
+	return $node->safe_psql('postgres', qq(
+SELECT coalesce((SELECT logical_pages FROM pgstrata_relation_compression('$rel')
+				 WHERE fork = 'main'),
+				pg_relation_size('$rel') / current_setting('block_size')::int)));
+}
+
+# amcheck_clean(NODE, TABLE, INDEX): verify_heapam finds nothing and the
+# index holds every heap tuple
+sub amcheck_clean
+{
+	my ($n, $table, $index, $label) = @_;
+	is($n->safe_psql('postgres',
+			"SELECT count(*) FROM verify_heapam('$table', check_toast => true)"),
+		'0', "$label: verify_heapam($table) is clean");
+	is($n->safe_psql('postgres',
+			"SELECT bt_index_check('$index', true)"),
+		'', "$label: bt_index_check($index, heapallindexed) is clean");
+}
+
+# A table of 1200 pages (9.4 MB), loaded without pre-extension.
+sub make_big
+{
+	my ($name, $ts) = @_;
+	$node->safe_psql('postgres', qq(
+SET polar_bulk_extend_size = 0;
+CREATE TABLE $name (id int, v text) TABLESPACE $ts;
+INSERT INTO $name SELECT g, repeat(md5(g::text), 3) FROM generate_series(1, 70000) g;
+CREATE INDEX ${name}_id ON $name (id) TABLESPACE $ts;
+));
+}
+
+my $next_id = 1000000;
+
+# An INSERT of N rows in one statement, one heap_insert per row.
+sub insert_sql
+{
+	my ($table, $n) = @_;
+	my $from = $next_id;
+	$next_id += $n;
+	return "INSERT INTO $table SELECT g, repeat(md5(g::text), 3) FROM generate_series($from, "
+	  . ($from + $n - 1) . ") g";
+}
+
+for my $ts ('pg_default', 'cts')
+{
+	my $big = "big_$ts";
+	make_big($big, $ts);
+	my $d;
+	my $p0;
+
+	# --- heap pre-extension ---
+	set_guc('polar_bulk_extend_size', 0);
+	$p0 = pages($big);
+	$d = delta(insert_sql($big, 2000));
+	is($d->{heap_pre_extensions}, 0,
+		"$ts: polar_bulk_extend_size = 0: no pre-extension");
+	my $grown = pages($big) - $p0;
+	ok($grown > 0 && $grown < 64,
+		"$ts: polar_bulk_extend_size = 0: the table grew page by page ($grown pages)");
+
+	set_guc('polar_bulk_extend_size', 'DEFAULT');
+	$p0 = pages($big);
+	$d = delta(insert_sql($big, 2000));
+	is($d->{heap_pre_extensions}, 1, "$ts: default: one pre-extension");
+	is($d->{heap_pre_extended_blocks}, 512, "$ts: default: of 512 blocks");
+	is(pages($big) - $p0, 512, "$ts: default: the table grew by 4 MB at once");
+
+	$p0 = pages($big);
+	$d = delta(insert_sql($big, 4000));
+	is($d->{heap_pre_extensions}, 0,
+		"$ts: the next inserts use the pre-extended pages");
+	is(pages($big), $p0, "$ts: and the table does not grow");
+
+	$d = delta("VACUUM $big");
+	is(pages($big), $p0, "$ts: VACUUM keeps the pre-extended window");
+	amcheck_clean($node, $big, "${big}_id", "$ts: after VACUUM, default");
+
+	# a small table is below polar_min_bulk_extend_table_size
+	my $small = "small_$ts";
+	$node->safe_psql('postgres',
+		"CREATE TABLE $small (id int, v text) TABLESPACE $ts");
+	$d = delta(insert_sql($small, 2000));
+	is($d->{heap_pre_extensions}, 0,
+		"$ts: a table below polar_min_bulk_extend_table_size is not pre-extended");
+	set_guc('polar_min_bulk_extend_table_size', 0);
+	$p0 = pages($small);
+	$d = delta(insert_sql($small, 2000));
+	is($d->{heap_pre_extensions}, 1,
+		"$ts: polar_min_bulk_extend_table_size = 0: the small table is pre-extended");
+	ok(pages($small) - $p0 >= 500,
+		"$ts: polar_min_bulk_extend_table_size = 0: by the window");
+	set_guc('polar_min_bulk_extend_table_size', 'DEFAULT');
+
+	# --- read-ahead: sequential scan, VACUUM, SET TABLESPACE ---
+	my $content = $node->safe_psql('postgres',
+		"SELECT count(*), sum(hashtext(v)) FROM $big");
+	for my $size (0, 'DEFAULT')
+	{
+		set_guc('polar_bulk_read_size', $size);
+		my $label = "$ts: polar_bulk_read_size = $size";
+
+		# a restart empties shared buffers, so that the blocks are read
+		$node->restart;
+		$d = delta("SELECT count(*) FROM $big");
+		if ($size eq '0')
+		{
+			is($d->{bulk_reads}, 0, "$label: seq scan reads block by block");
+		}
+		else
+		{
+			ok($d->{bulk_reads} > 0 && $d->{bulk_read_blocks} > $d->{bulk_reads},
+				"$label: seq scan reads in bulk ($d->{bulk_reads} reads, $d->{bulk_read_blocks} blocks)");
+		}
+
+		$node->restart;
+		$d = delta("VACUUM (DISABLE_PAGE_SKIPPING) $big");
+		if ($size eq '0')
+		{
+			is($d->{bulk_reads}, 0, "$label: VACUUM reads block by block");
+		}
+		else
+		{
+			ok($d->{bulk_reads} > 0,
+				"$label: VACUUM reads in bulk ($d->{bulk_reads} reads, $d->{bulk_read_blocks} blocks)");
+		}
+		amcheck_clean($node, $big, "${big}_id", "$label: after VACUUM");
+
+		for my $to ($ts eq 'cts' ? 'ts2' : 'cts', $ts)
+		{
+			$node->restart;
+			$d = delta("ALTER TABLE $big SET TABLESPACE $to");
+			if ($size eq '0')
+			{
+				is($d->{bulk_reads}, 0,
+					"$label: SET TABLESPACE $to copies block by block");
+			}
+			else
+			{
+				ok($d->{bulk_reads} > 0,
+					"$label: SET TABLESPACE $to reads in bulk ($d->{bulk_reads} reads, $d->{bulk_read_blocks} blocks)");
+			}
+			is($node->safe_psql('postgres',
+					"SELECT count(*), sum(hashtext(v)) FROM $big"),
+				$content, "$label: same rows after SET TABLESPACE $to");
+		}
+		amcheck_clean($node, $big, "${big}_id",
+			"$label: after SET TABLESPACE");
+	}
+
+	# --- B-tree vacuum scans: the heap is prewarmed, so that the bulk reads
+	# of VACUUM are the index's ---
+	my $bt = "bt_$ts";
+	$node->safe_psql('postgres', qq(
+CREATE TABLE $bt (id int) TABLESPACE $ts;
+INSERT INTO $bt SELECT generate_series(1, 200000);
+CREATE INDEX ${bt}_id ON $bt (id) TABLESPACE $ts;
+VACUUM $bt;
+));
+	for my $size (0, 'DEFAULT')
+	{
+		set_guc('polar_bulk_read_size', $size);
+		my $label = "$ts: polar_bulk_read_size = $size";
+		$node->safe_psql('postgres',
+			"DELETE FROM $bt WHERE id % 10 = " . ($size eq '0' ? 1 : 2));
+		$node->restart;
+		$node->safe_psql('postgres', "SELECT pg_prewarm('$bt')");
+		$d = delta("VACUUM $bt");
+		if ($size eq '0')
+		{
+			is($d->{bulk_reads}, 0,
+				"$label: the B-tree vacuum scan reads block by block");
+		}
+		else
+		{
+			ok($d->{bulk_reads} > 0,
+				"$label: the B-tree vacuum scan reads in bulk ($d->{bulk_reads} reads, $d->{bulk_read_blocks} blocks)");
+		}
+		amcheck_clean($node, $bt, "${bt}_id", "$label: after index VACUUM");
+	}
+
+	# --- B-tree builds ---
+	my %index_pages;
+	for my $size (0, 'DEFAULT')
+	{
+		set_guc('polar_index_create_bulk_extend_size', $size);
+		my $label = "$ts: polar_index_create_bulk_extend_size = $size";
+		my $index = "${big}_v_" . ($size eq '0' ? 'off' : 'on');
+		$d = delta("CREATE INDEX $index ON $big (v, id) TABLESPACE $ts");
+		if ($size eq '0')
+		{
+			is($d->{index_pre_extensions}, 0, "$label: no pre-extension");
+		}
+		else
+		{
+			ok($d->{index_pre_extensions} > 0,
+				"$label: the build pre-extends ($d->{index_pre_extensions} times, $d->{index_pre_extended_blocks} blocks)");
+			is($d->{index_pre_extended_blocks} - $d->{index_trimmed_blocks},
+				pages($index),
+				"$label: the unused tail is cut at the end");
+		}
+		$index_pages{$size} = pages($index);
+		amcheck_clean($node, $big, $index, "$label: after CREATE INDEX");
+	}
+	is($index_pages{DEFAULT}, $index_pages{0},
+		"$ts: the index has the same size with and without pre-extension");
+
+	# --- concurrent single-row inserts, every setting at 0 and default ---
+	for my $size (0, 'DEFAULT')
+	{
+		set_guc($_, $size) for sort keys %default;
+		my $base = $next_id;
+		$next_id += 1000000;
+		$node->pgbench(
+			"--no-vacuum --client=4 --transactions=500",
+			0, [qr{processed: 2000/2000}], [qr{^$}],
+			"$ts: concurrent inserts with every setting at $size",
+			{
+				"020_insert_${ts}_$size" => qq(
+INSERT INTO $big VALUES ($base + :client_id * 1000 + random(1, 999), repeat(md5(random()::text), 3));
+)
+			});
+		$node->safe_psql('postgres', "VACUUM $big");
+		amcheck_clean($node, $big, "${big}_id",
+			"$ts: after concurrent inserts and VACUUM, settings at $size");
+	}
+	set_guc($_, 'DEFAULT') for sort keys %default;
+
+	# --- polar_bulk_extend_size = 0 lets VACUUM truncate the window ---
+	my $trunc = "trunc_$ts";
+	make_big($trunc, $ts);
+	$node->safe_psql('postgres', insert_sql($trunc, 2000));
+	$p0 = pages($trunc);
+	$node->safe_psql('postgres', "VACUUM $trunc");
+	is(pages($trunc), $p0, "$ts: default: VACUUM keeps the window");
+	set_guc('polar_bulk_extend_size', 0);
+	$node->safe_psql('postgres', "VACUUM $trunc");
+	ok(pages($trunc) < $p0 - 400,
+		"$ts: polar_bulk_extend_size = 0: VACUUM truncates the empty tail");
+	set_guc('polar_bulk_extend_size', 'DEFAULT');
+
+	# --- an immediate stop right after a pre-extension ---
+	my $crash = "crash_$ts";
+	make_big($crash, $ts);
+	my $nonempty = pages($crash);
+	$d = delta(insert_sql($crash, 2000));
+	is($d->{heap_pre_extensions}, 1, "$ts: pre-extension before the crash");
+	my $extended = pages($crash);
+	$node->stop('immediate');
+	$node->start;
+	ok(pages($crash) >= $extended,
+		"$ts: after the crash the zero pages are still there");
+	$node->safe_psql('postgres', insert_sql($crash, 2000));
+	pass("$ts: inserts go on after the crash");
+	$node->safe_psql('postgres', "VACUUM $crash");
+	my $before = pages($crash);
+	my $from = $next_id;
+	$node->safe_psql('postgres', insert_sql($crash, 2000));
+	is(pages($crash), $before,
+		"$ts: after VACUUM inserts do not extend the table");
+	ok($node->safe_psql('postgres',
+			"SELECT min((ctid::text::point)[0]) FROM $crash WHERE id >= $from")
+		  >= $nonempty - 1,
+		"$ts: the inserted rows are on pre-extended zero pages");
+	amcheck_clean($node, $crash, "${crash}_id", "$ts: after crash recovery");
+}
+
+# The standby replays all of it.
+$node->wait_for_catchup($standby);
+for my $rel (map { ("big_$_", "crash_$_", "small_$_", "trunc_$_", "bt_$_") }
+	('pg_default', 'cts'))
+{
+	is($standby->safe_psql('postgres',
+			"SELECT count(*), sum(hashtext(t::text)) FROM $rel t"),
+		$node->safe_psql('postgres',
+			"SELECT count(*), sum(hashtext(t::text)) FROM $rel t"),
+		"standby: $rel has the same rows");
+}
+amcheck_clean($standby, 'big_cts', 'big_cts_v_on', 'standby');
+amcheck_clean($standby, 'crash_pg_default', 'crash_pg_default_id', 'standby');
+
+done_testing();
