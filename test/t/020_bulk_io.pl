@@ -112,12 +112,13 @@ my @counter_names = qw(bulk_reads bulk_read_blocks heap_pre_extensions
   heap_pre_extended_blocks index_pre_extensions index_pre_extended_blocks
   index_trimmed_blocks);
 
-# counters(): the client backends' counters as a hash
+# counters(): the counters of all backend types (parallel workers do some of
+# the reads) as a hash
 sub counters
 {
 	my $row = $node->safe_psql('postgres',
-		'SELECT ' . join(', ', @counter_names)
-		  . " FROM pgstrata_bulk_io WHERE backend_type = 'client backend'");
+		'SELECT ' . join(', ', map { "sum($_)" } @counter_names)
+		  . ' FROM pgstrata_bulk_io');
 	my %c;
 	@c{@counter_names} = split /\|/, $row;
 	return \%c;
