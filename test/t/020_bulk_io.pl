@@ -8,9 +8,9 @@
 # (pgstrata_bulk_io) and from relation sizes, on a plain and on a
 # compressed tablespace:
 #
-# - polar_bulk_read_size: sequential scans, VACUUM's heap scan, B-tree
-#   vacuum scans and ALTER TABLE SET TABLESPACE issue multi-block reads at
-#   the default and none at 0;
+# - polar_bulk_read_size: sequential scans, both of VACUUM's heap passes,
+#   B-tree vacuum scans and ALTER TABLE SET TABLESPACE issue multi-block
+#   reads at the default and none at 0;
 # - polar_bulk_extend_size and polar_min_bulk_extend_table_size: a large
 #   table grows by the window at once, a small one page by page, and
 #   VACUUM keeps the window unless the setting is 0;
@@ -288,6 +288,24 @@ for my $ts ('pg_default', 'cts')
 			"$label: after SET TABLESPACE");
 	}
 
+	# --- VACUUM's second heap pass: with a small ring, the pages with dead
+	# items are read again after the index pass; in bulk, the blocks read in
+	# bulk then exceed the heap and the index together ---
+	my $p3 = "p3_$ts";
+	$node->safe_psql('postgres', qq(
+CREATE TABLE $p3 (id int, v text) TABLESPACE $ts;
+INSERT INTO $p3 SELECT g, repeat(md5(g::text), 3) FROM generate_series(1, 50000) g;
+CREATE INDEX ${p3}_id ON $p3 (id) TABLESPACE $ts;
+VACUUM $p3;
+DELETE FROM $p3 WHERE id % 2 = 0;
+));
+	$node->restart;
+	my $p3_pages = pages($p3) + pages("${p3}_id");
+	$d = delta("SET vacuum_buffer_usage_limit = '128kB'; VACUUM $p3");
+	ok($d->{bulk_read_blocks} > $p3_pages + 100,
+		"$ts: VACUUM's second heap pass reads in bulk ($d->{bulk_read_blocks} blocks in bulk, heap and index have $p3_pages)");
+	amcheck_clean($node, $p3, "${p3}_id", "$ts: after the second heap pass");
+
 	# --- B-tree vacuum scans: the heap is prewarmed, so that the bulk reads
 	# of VACUUM are the index's ---
 	my $bt = "bt_$ts";
@@ -407,7 +425,7 @@ INSERT INTO $big VALUES ($base + :client_id * 1000 + random(1, 999), repeat(md5(
 
 # The standby replays all of it.
 $node->wait_for_catchup($standby);
-for my $rel (map { ("big_$_", "crash_$_", "small_$_", "trunc_$_", "bt_$_") }
+for my $rel (map { ("big_$_", "crash_$_", "small_$_", "trunc_$_", "bt_$_", "p3_$_") }
 	('pg_default', 'cts'))
 {
 	is($standby->safe_psql('postgres',
