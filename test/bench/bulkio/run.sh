@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+#
+# run.sh: the polar_bulk_* settings at 0 against their defaults, side by
+# side in one run.
+#
+#   test/bench/bulkio/run.sh [RESULTS.md]
+#
+# One throwaway cluster (build/bench/bulkio) with a table of ROWS rows
+# (about 150 bytes each).  Each scenario runs ROUNDS times with its setting
+# at 0 and at its default, alternating (off on off on ...):
+#
+#   seqscan         SELECT count(*) after a restart      polar_bulk_read_size
+#   vacuum          VACUUM (DISABLE_PAGE_SKIPPING)        polar_bulk_read_size
+#                   after a restart
+#   set_tablespace  ALTER TABLE SET TABLESPACE to a        polar_bulk_read_size
+#                   second tablespace, after a restart
+#   create_index    CREATE INDEX on (v)                  polar_index_create_bulk_extend_size
+#   copy            COPY FROM a file into a new table    polar_bulk_extend_size
+#   insert_N        single-row INSERTs from N = 1, 4, 16 polar_bulk_extend_size
+#                   pgbench clients into a table above
+#                   polar_min_bulk_extend_table_size
+#
+# Reported: wall time (or TPS for inserts) per run, the medians and the
+# default / 0 ratio, and for the single-session scenarios the read and write
+# system calls of the backend (syscr / syscw of /proc/PID/io, read before and
+# after in the same session: no tracer needed, and they count preadv and
+# pwritev as one call each, like strace -c), plus the pgstrata_bulk_io
+# counters.  Parallel workers are off, so that the backend does all the I/O.
+#
+# The restarts empty shared buffers but not the kernel's page cache: reads
+# are system calls served from memory unless the server runs in the
+# I/O-bound rig (see the team's io-bound-rig.md; PGSTRATA_RIG="memory/pgrig
+# blkio/pgrig" starts the server inside those control groups).  The results
+# say which.
+#
+# Environment: ROUNDS (3), ROWS (1000000), INSERT_TX (2000 per client).
+
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$TOP/test/lib.sh"
+BIN=$TOP/build/install/bin
+WORK=$TOP/build/bench/bulkio
+OUT=${1:-/dev/stdout}
+ROUNDS=${ROUNDS:-3}
+ROWS=${ROWS:-1000000}
+INSERT_TX=${INSERT_TX:-2000}
+export ROUNDS ROWS INSERT_TX
+
+if [ "$(id -u)" = 0 ]; then
+	bench_as_test_user "$WORK" "$OUT" "$0"
+	exit
+fi
+
+mkdir -p "$WORK"
+bench_cluster "$WORK"
+rm -rf "$WORK/ts2"
+mkdir -p "$WORK/ts2"
+cat >>"$WORK/data/postgresql.conf" <<EOF
+shared_buffers = 128MB
+autovacuum = off
+checkpoint_timeout = 1h
+max_parallel_workers_per_gather = 0
+max_parallel_maintenance_workers = 0
+max_connections = 50
+EOF
+
+start()
+{
+	(
+		for g in ${PGSTRATA_RIG:-}; do
+			echo "$BASHPID" >"/sys/fs/cgroup/$g/cgroup.procs"
+		done
+		exec "$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null
+	)
+}
+stop() { "$BIN/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1 || true; }
+restart() { stop; start; }
+trap stop EXIT
+psql() { "$BIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -d postgres -v ON_ERROR_STOP=1 "$@"; }
+
+start
+psql <<EOF
+CREATE EXTENSION pgstrata;
+CREATE TABLESPACE ts2 LOCATION '$WORK/ts2';
+SET polar_bulk_extend_size = 0;
+CREATE TABLE big (id int, v text);
+INSERT INTO big SELECT g, repeat(md5(g::text), 3) FROM generate_series(1, $ROWS) g;
+VACUUM big;
+COPY big TO '$WORK/big.copy';
+CREATE TABLE ins (id bigint, v text);
+INSERT INTO ins SELECT g, repeat(md5(g::text), 3) FROM generate_series(1, 70000) g;
+CHECKPOINT;
+EOF
+table_mb=$(psql -c "SELECT pg_relation_size('big') / 1048576")
+
+# measure SETTING VALUE SQL: run SQL in one session with SETTING = VALUE;
+# prints "seconds syscr syscw bulk_reads heap_pre_ext index_pre_ext"
+measure()
+{
+	local setting=$1 value=$2 sql=$3
+	psql <<EOF
+SET $setting = $value;
+SELECT pgstrata_bulk_io_reset();
+SELECT pg_read_file('/proc/' || pg_backend_pid() || '/io') AS io0 \gset
+SELECT clock_timestamp() AS t0 \gset
+\o /dev/null
+$sql;
+\o
+SELECT extract(epoch FROM clock_timestamp() - :'t0'::timestamptz) AS secs \gset
+SELECT pg_read_file('/proc/' || pg_backend_pid() || '/io') AS io1 \gset
+SELECT round(:'secs'::numeric, 3),
+	   (substring(:'io1' FROM 'syscr: ([0-9]+)'))::bigint -
+	   (substring(:'io0' FROM 'syscr: ([0-9]+)'))::bigint,
+	   (substring(:'io1' FROM 'syscw: ([0-9]+)'))::bigint -
+	   (substring(:'io0' FROM 'syscw: ([0-9]+)'))::bigint,
+	   sum(bulk_reads), sum(heap_pre_extensions), sum(index_pre_extensions)
+FROM pgstrata_bulk_io;
+EOF
+}
+
+declare -A raw
+record()
+{
+	local key=$1 line=$2
+	raw[$key]="${raw[$key]:-}$line"$'\n'
+}
+
+# scenario NAME SETTING DEFAULT RESTART SQL [CLEANUP]
+scenario()
+{
+	local name=$1 setting=$2 def=$3 restart_first=$4 sql=$5 cleanup=${6:-}
+	for r in $(seq "$ROUNDS"); do
+		for value in 0 "$def"; do
+			[ "$restart_first" = yes ] && restart
+			local line
+			line=$(measure "$setting" "$value" "$sql" | tr '|' ' ')
+			record "$name/$value" "$line"
+			[ -n "$cleanup" ] && psql -c "$cleanup" >/dev/null
+			echo "$name $setting=$value round $r: $line" >&2
+		done
+	done
+}
+
+scenario seqscan polar_bulk_read_size 16 yes "SELECT count(*) FROM big"
+scenario vacuum polar_bulk_read_size 16 yes "VACUUM (DISABLE_PAGE_SKIPPING) big"
+scenario set_tablespace polar_bulk_read_size 16 yes \
+	"ALTER TABLE big SET TABLESPACE ts2" "ALTER TABLE big SET TABLESPACE pg_default"
+scenario create_index polar_index_create_bulk_extend_size 512 no \
+	"CREATE INDEX big_v ON big (v)" "DROP INDEX big_v"
+scenario copy polar_bulk_extend_size 512 no \
+	"CREATE TABLE c (id int, v text); COPY c FROM '$WORK/big.copy'" "DROP TABLE c"
+
+# single-row inserts from N clients: TPS from pgbench
+echo 'INSERT INTO ins VALUES (:client_id * 100000000 + random(1, 99999999), repeat(md5(random()::text), 3));' >"$WORK/insert.sql"
+for clients in 1 4 16; do
+	for r in $(seq "$ROUNDS"); do
+		for value in 0 512; do
+			psql -c "ALTER SYSTEM SET polar_bulk_extend_size = $value" -c "SELECT pg_reload_conf()" >/dev/null
+			sleep 1
+			psql -c "SELECT pgstrata_bulk_io_reset()" >/dev/null
+			tps=$("$BIN/pgbench" -n -h 127.0.0.1 -p "$port" -c "$clients" -j "$clients" \
+				-t "$INSERT_TX" -f "$WORK/insert.sql" postgres 2>/dev/null |
+				sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+			pre=$(psql -c "SELECT sum(heap_pre_extensions) FROM pgstrata_bulk_io")
+			record "insert_$clients/$value" "$tps $pre"
+			echo "insert_$clients polar_bulk_extend_size=$value round $r: tps $tps pre-extensions $pre" >&2
+		done
+	done
+done
+psql -c "ALTER SYSTEM RESET polar_bulk_extend_size" -c "SELECT pg_reload_conf()" >/dev/null
+
+# column COL KEY: the COLth field of every run of KEY
+column() { printf '%s' "${raw[$2]}" | awk -v c="$1" 'NF {print $c}'; }
+med() { median $(column "$1" "$2"); }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+
+{
+	echo "# polar_bulk_* settings: 0 against the default"
+	echo
+	echo "- command: \`test/bench/bulkio/run.sh\` (ROUNDS=$ROUNDS ROWS=$ROWS INSERT_TX=$INSERT_TX)"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "- machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); shared with other jobs, noisy"
+	echo "- table: $ROWS rows, $table_mb MB; shared_buffers 128MB; restarts empty shared buffers, not the page cache"
+	if [ -n "${PGSTRATA_RIG:-}" ]; then
+		echo "- server inside the control groups $PGSTRATA_RIG (I/O-bound rig)"
+	else
+		echo "- no I/O-bound rig: reads come from the kernel's page cache"
+	fi
+	echo
+	echo "Medians of $ROUNDS runs each, alternating 0 and default."
+	echo
+	echo "| scenario | setting | seconds at 0 | seconds at default | default / 0 | read calls at 0 | at default | write calls at 0 | at default | bulk reads at default |"
+	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+	for s in "seqscan polar_bulk_read_size 16" "vacuum polar_bulk_read_size 16" \
+		"set_tablespace polar_bulk_read_size 16" \
+		"create_index polar_index_create_bulk_extend_size 512" \
+		"copy polar_bulk_extend_size 512"; do
+		set -- $s
+		t0=$(med 1 "$1/0"); t1=$(med 1 "$1/$3")
+		echo "| $1 | $2 | $t0 | $t1 | $(ratio "$t1" "$t0") | $(med 2 "$1/0") | $(med 2 "$1/$3") | $(med 3 "$1/0") | $(med 3 "$1/$3") | $(med 4 "$1/$3") |"
+	done
+	echo
+	echo "| single-row INSERT | TPS at polar_bulk_extend_size 0 | TPS at 4MB | 4MB / 0 | pre-extensions per run at 4MB |"
+	echo "| --- | --- | --- | --- | --- |"
+	for clients in 1 4 16; do
+		t0=$(med 1 "insert_$clients/0"); t1=$(med 1 "insert_$clients/512")
+		echo "| $clients clients | $t0 | $t1 | $(ratio "$t1" "$t0") | $(med 2 "insert_$clients/512") |"
+	done
+	echo
+	echo "Raw runs (seconds or TPS, read calls, write calls, bulk reads, heap pre-extensions, index pre-extensions):"
+	echo
+	echo '```'
+	for k in $(printf '%s\n' "${!raw[@]}" | sort); do
+		printf '%s\n' "${raw[$k]}" | awk -v k="$k" 'NF {print k ": " $0}'
+	done
+	echo '```'
+} >"$OUT"
