@@ -314,11 +314,14 @@ bulk_io_index_extend_window(void)
  * Write the sorted pending pages of a bulk write with a window.
  *
  * If the highest page lies at or past *extended_to (the end of the file),
- * the file is first zero-extended to one window past that page.  Then each
- * run of consecutive block numbers goes out with one smgrwritev.  *relsize
- * is the end of the pages written so far, which the tail is cut back to at
- * the end (bulk_io_trim).  The checksums are set here, as smgr_bulk_flush
- * does for its own writes.
+ * the file is first zero-extended to one window past that page.  The last
+ * flush of a bulk write passes a window of 0, so that a build that never
+ * filled its queue (the index of a new TOAST table, say) extends the file
+ * only to its pages and has nothing to trim.  Then each run of consecutive
+ * block numbers goes out with one smgrwritev.  *relsize is the end of the
+ * pages written so far, which the tail is cut back to at the end
+ * (bulk_io_trim).  The checksums are set here, as smgr_bulk_flush does for
+ * its own writes.
  */
 void
 bulk_io_write_runs(SMgrRelation smgr, ForkNumber forknum,
@@ -339,8 +342,11 @@ bulk_io_write_runs(SMgrRelation smgr, ForkNumber forknum,
 		nblocks = (BlockNumber) target - *extended_to;
 		smgrzeroextend(smgr, forknum, *extended_to, (int) nblocks, true);
 		*extended_to = (BlockNumber) target;
-		bulk_io_count(BULK_IO_INDEX_EXTENSIONS, 1);
-		bulk_io_count(BULK_IO_INDEX_EXTENDED_BLOCKS, nblocks);
+		if (window > 0)
+		{
+			bulk_io_count(BULK_IO_INDEX_EXTENSIONS, 1);
+			bulk_io_count(BULK_IO_INDEX_EXTENDED_BLOCKS, nblocks);
+		}
 	}
 
 	for (int j = 0; j < n; j++)
