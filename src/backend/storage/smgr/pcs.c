@@ -65,6 +65,27 @@ typedef struct PcsSegment
 /* Tries at reading a map entry that a concurrent writer may be replacing */
 #define PCS_ENTRY_READ_TRIES	3
 
+/*
+ * Images of the blocks of one vectored read that lie at most this far apart
+ * on disk are fetched with one read: reading a small gap costs less than a
+ * second system call, and the gap is usually slack of the image before it.
+ */
+#define PCS_COALESCE_GAP		(8 * 1024)
+
+/* Room for one coalesced read: every image raw, with gaps between them */
+#define PCS_STAGING_SIZE		(MAX_IO_COMBINE_LIMIT * (BLCKSZ + PCS_COALESCE_GAP))
+
+/* One block of a vectored read, with the place of its image on disk */
+typedef struct PcsReadItem
+{
+	off_t		start;			/* file offset of the image */
+	int			len;			/* its stored length */
+	int			index;			/* its place in the caller's buffers[] */
+	PcsMapEntry entry;
+} PcsReadItem;
+
+static char *pcs_staging = NULL;
+
 static MemoryContext PcsCxt = NULL;
 static uint32 pcs_generation = 0;
 
@@ -951,28 +972,169 @@ pcs_prefetch(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 			 int nblocks)
 {
 #ifdef USE_PREFETCH
+	PcsSegment *runseg = NULL;
+	off_t		runstart = 0;
+	off_t		runend = 0;
+	bool		found = true;
+
 	if (!pcs_is_compressed(reln, forknum))
 		return mdprefetch(reln, forknum, blocknum, nblocks);
 
+	/*
+	 * One hint per run of images that lie close together on disk, as reads
+	 * coalesce them, rather than one per 8 kB block.
+	 */
 	for (int i = 0; i < nblocks; i++)
 	{
 		BlockNumber blkno = blocknum + i;
 		PcsSegment *seg = pcs_getseg(reln, forknum, blkno / RELSEG_SIZE, false);
 		PcsMapEntry entry;
+		off_t		start;
 
 		if (seg == NULL)
-			return false;
+		{
+			found = false;
+			break;
+		}
 		entry = seg->map[blkno % RELSEG_SIZE];
-		if (!pcs_entry_is_empty(&entry))
-			(void) FilePrefetch(seg->vfd, pcs_unit_offset(entry.first_unit),
-								entry.stored, WAIT_EVENT_DATA_FILE_PREFETCH);
+		if (pcs_entry_is_empty(&entry))
+			continue;
+		start = pcs_unit_offset(entry.first_unit);
+		if (seg == runseg && start >= runstart &&
+			start <= runend + PCS_COALESCE_GAP)
+		{
+			runend = Max(runend, start + entry.stored);
+			continue;
+		}
+		if (runseg != NULL)
+			(void) FilePrefetch(runseg->vfd, runstart, runend - runstart,
+								WAIT_EVENT_DATA_FILE_PREFETCH);
+		runseg = seg;
+		runstart = start;
+		runend = start + entry.stored;
 	}
-	return true;
+	if (runseg != NULL)
+		(void) FilePrefetch(runseg->vfd, runstart, runend - runstart,
+							WAIT_EVENT_DATA_FILE_PREFETCH);
+	return found;
 #else
 	if (!pcs_is_compressed(reln, forknum))
 		return mdprefetch(reln, forknum, blocknum, nblocks);
 	return true;
 #endif
+}
+
+/* Order read items by their place on disk */
+static int
+pcs_read_item_cmp(const void *a, const void *b)
+{
+	off_t		sa = ((const PcsReadItem *) a)->start;
+	off_t		sb = ((const PcsReadItem *) b)->start;
+
+	return (sa > sb) - (sa < sb);
+}
+
+/*
+ * Read consecutive blocks of one segment, fetching images that lie close
+ * together on disk with one read each (PCS_COALESCE_GAP).  Logically
+ * adjacent blocks are usually physically adjacent too, since a load writes
+ * them in order, but a page that grew was moved, so the images are sorted
+ * by offset first.  A block this fast path cannot settle (no image, an
+ * entry that fails its check, an image that fails its CRC or does not
+ * decompress, a short read) is read again alone by pcs_read_block(), which
+ * retries, zeroes or reports it; so errors are raised in one place only.
+ */
+static void
+pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
+						BlockNumber blocknum, void **buffers, int nblocks)
+{
+	BlockNumber segblock = blocknum % RELSEG_SIZE;
+	PcsSegment *seg = pcs_getseg(reln, forknum, blocknum / RELSEG_SIZE, false);
+	PcsReadItem items[MAX_IO_COMBINE_LIMIT];
+	bool		done[MAX_IO_COMBINE_LIMIT];
+	int			nitems = 0;
+	int			i;
+
+	Assert(nblocks <= MAX_IO_COMBINE_LIMIT);
+	memset(done, 0, sizeof(done));
+
+	if (seg != NULL && segblock + nblocks <= pcs_seg_nblocks(seg))
+	{
+		for (i = 0; i < nblocks; i++)
+		{
+			PcsReadItem *item = &items[nitems];
+
+			item->entry = seg->map[segblock + i];
+			if (pcs_entry_is_empty(&item->entry) ||
+				pcs_entry_check(&item->entry, segblock + i,
+								pcs_unit_limit(seg)) != NULL)
+				continue;
+			item->start = pcs_unit_offset(item->entry.first_unit);
+			item->len = item->entry.stored;
+			item->index = i;
+			nitems++;
+		}
+	}
+	if (nitems > 1)
+		qsort(items, nitems, sizeof(PcsReadItem), pcs_read_item_cmp);
+
+	if (pcs_staging == NULL && nitems > 1)
+		pcs_staging = MemoryContextAllocAligned(PcsCxt, PCS_STAGING_SIZE,
+												PG_IO_ALIGN_SIZE, 0);
+
+	for (int first = 0; first < nitems;)
+	{
+		int			last = first;
+		off_t		end = items[first].start + items[first].len;
+		int			nread;
+
+		/* extend the run while the next image is near and fits */
+		while (last + 1 < nitems &&
+			   items[last + 1].start - end <= PCS_COALESCE_GAP &&
+			   items[last + 1].start + items[last + 1].len - items[first].start <= PCS_STAGING_SIZE)
+		{
+			last++;
+			end = Max(end, items[last].start + items[last].len);
+		}
+
+		if (first == last)
+		{
+			/* a lone image: pcs_read_block() reads it straight away */
+			first++;
+			continue;
+		}
+
+		nread = FileRead(seg->vfd, pcs_staging, end - items[first].start,
+						 items[first].start, WAIT_EVENT_DATA_FILE_READ);
+		if (nread < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read blocks %u..%u in file \"%s\": %m",
+							blocknum, blocknum + nblocks - 1,
+							FilePathName(seg->vfd))));
+
+		for (i = first; i <= last; i++)
+		{
+			PcsReadItem *item = &items[i];
+			char	   *image = pcs_staging + (item->start - items[first].start);
+			char	   *page = buffers[item->index];
+
+			if (item->start + item->len - items[first].start > nread ||
+				pcs_data_crc(image, item->len) != item->entry.data_crc)
+				continue;
+			if (item->entry.flags & PCS_ENTRY_RAW)
+				memcpy(page, image, BLCKSZ);
+			else if (pcs_decompress_page(seg->header->algorithm, image,
+										 item->len, page) != NULL)
+				continue;
+			done[item->index] = true;
+		}
+		first = last + 1;
+	}
+
+	for (i = 0; i < nblocks; i++)
+		if (!done[i])
+			pcs_read_block(reln, forknum, blocknum + i, buffers[i]);
 }
 
 /* pcs_readv: read consecutive blocks */
@@ -985,8 +1147,21 @@ pcs_readv(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 		mdreadv(reln, forknum, blocknum, buffers, nblocks);
 		return;
 	}
-	for (BlockNumber i = 0; i < nblocks; i++)
-		pcs_read_block(reln, forknum, blocknum + i, buffers[i]);
+
+	while (nblocks > 0)
+	{
+		BlockNumber n = Min(nblocks, MAX_IO_COMBINE_LIMIT);
+
+		/* one segment at a time */
+		n = Min(n, RELSEG_SIZE - blocknum % RELSEG_SIZE);
+		if (n == 1)
+			pcs_read_block(reln, forknum, blocknum, buffers[0]);
+		else
+			pcs_read_segment_blocks(reln, forknum, blocknum, buffers, n);
+		blocknum += n;
+		buffers += n;
+		nblocks -= n;
+	}
 }
 
 /* pcs_writev: write consecutive existing blocks */
