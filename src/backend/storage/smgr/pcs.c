@@ -449,8 +449,8 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 /*
  * Make sure the file holds units below limit.  The data area grows by a
  * step of a sixteenth of its size (8 kB to 8 MB), with posix_fallocate, which
- * never shrinks a file that a concurrent process grew further, and the new
- * size is made durable before any map entry can point into it (README.pcs).
+ * reserves the space (so a later write cannot fail for want of it) and never
+ * shrinks a file that a concurrent process grew further.
  */
 static void
 pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
@@ -488,21 +488,74 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
 					 errmsg("could not extend file \"%s\": %m",
 							FilePathName(seg->vfd)),
 					 errhint("Check free disk space.")));
-		if (!SmgrIsTemp(reln) &&
-			FileSync(seg->vfd, WAIT_EVENT_DATA_FILE_EXTEND) < 0)
-			ereport(data_sync_elevel(ERROR),
-					(errcode_for_file_access(),
-					 errmsg("could not fsync file \"%s\": %m",
-							FilePathName(seg->vfd))));
+
+		/*
+		 * No fsync: the new size reaches disk with the checkpoint's fsync of
+		 * the segment, and until then a crash is survived because a new
+		 * generation starts above every unit the map on disk points to
+		 * (pcs_map_high_water()), not merely above the file's end.
+		 */
 		have += grow;
 	}
 	seg->capacity = have;
 }
 
 /*
- * Hand out units fresh units in a segment.  The first allocation of a
- * server generation starts at the end of the file, so that no unit an entry
- * on disk may point to is handed out twice (README.pcs).
+ * The end of the highest units that a sound entry of the map points to, as
+ * the map is now (after a crash: as it reached disk).  A new generation
+ * starts allocating above it, so that no unit an entry on disk may point to
+ * is handed out again, however old the file's size on disk is.  Only the
+ * parts of the map that hold data are read (SEEK_DATA), so that the holes of
+ * a small segment's map do not fill the page cache with zeros.
+ */
+static uint32
+pcs_map_high_water(PcsSegment *seg)
+{
+	int			fd = FileGetRawDesc(seg->vfd);
+	off_t		pos = PCS_MAP_OFFSET;
+	off_t		end = PCS_MAP_OFFSET + (off_t) RELSEG_SIZE * sizeof(PcsMapEntry);
+	uint32		high = 0;
+
+	while (pos < end)
+	{
+		off_t		data = pos;
+		off_t		hole = end;
+
+#if defined(SEEK_DATA) && defined(SEEK_HOLE)
+		data = lseek(fd, pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break;				/* nothing but holes up to the end of file */
+		if (data < 0)
+			data = pos;			/* not supported here: read it all */
+		else
+		{
+			hole = lseek(fd, data, SEEK_HOLE);
+			if (hole < 0 || hole > end)
+				hole = end;
+		}
+#endif
+		if (data >= end)
+			break;
+		for (off_t b = (data - PCS_MAP_OFFSET) / sizeof(PcsMapEntry);
+			 b < (hole - PCS_MAP_OFFSET + sizeof(PcsMapEntry) - 1) / sizeof(PcsMapEntry);
+			 b++)
+		{
+			PcsMapEntry entry = seg->map[b];
+
+			if (!pcs_entry_is_empty(&entry) &&
+				pcs_entry_check(&entry, (BlockNumber) b, PG_UINT32_MAX) == NULL)
+				high = Max(high, entry.first_unit + entry.units);
+		}
+		pos = hole;
+	}
+	return high;
+}
+
+/*
+ * Hand out fresh units in a segment.  The first allocation of a server
+ * generation starts above the end of the file and above every unit the map
+ * points to, so that no unit an entry on disk may point to is handed out
+ * twice (README.pcs).
  */
 static uint32
 pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
@@ -527,6 +580,7 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 						 errmsg("could not seek to end of file \"%s\": %m",
 								FilePathName(seg->vfd))));
 			first = (uint32) ((size - PCS_DATA_OFFSET + PCS_UNIT_SIZE - 1) >> PCS_UNIT_SHIFT);
+			first = Max(first, pcs_map_high_water(seg));
 		}
 		if ((uint64) first + units > PG_UINT32_MAX)
 			ereport(ERROR,
@@ -670,9 +724,10 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
  * block may lie past the segment's end, which then moves.
  *
  * Why every crash point is safe (README.pcs has the whole argument):
- * - fresh units come from pcs_allocate(), which made the file's new size
- *   durable before returning them and never hands out a unit twice in a
- *   server's life, so an entry on disk can only point to this block's data;
+ * - fresh units come from pcs_allocate(), which never hands out a unit
+ *   twice in a server's life, nor one that an entry left on disk by an
+ *   earlier life points to, so an entry on disk can only point to this
+ *   block's data;
  * - the image is written before the entry points to it: a crash between the
  *   two leaves the old entry, and the old image intact when it moved;
  * - an image overwritten in place, or an entry that reached disk without its
