@@ -38,6 +38,18 @@ static void refdata_put_problem(ReturnSetInfo *rsinfo, BlockNumber blkno,
 								OffsetNumber off, const char *fmt,...)
 			pg_attribute_printf(4, 5);
 
+/* Read block blkno of rel and share-lock it; the caller unlocks *buffer */
+static Page
+refdata_share_lock_page(Relation rel, BlockNumber blkno,
+						BufferAccessStrategy bstrategy, Buffer *buffer)
+{
+	CHECK_FOR_INTERRUPTS();
+	*buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
+								 bstrategy);
+	LockBuffer(*buffer, BUFFER_LOCK_SHARE);
+	return BufferGetPage(*buffer);
+}
+
 /* Open relid for inspection; it must be a refdata table we may read. */
 static Relation
 refdata_open_for_inspection(Oid relid, LOCKMODE lockmode)
@@ -137,14 +149,10 @@ refdata_rowlocks(PG_FUNCTION_ARGS)
 	for (BlockNumber blkno = 0; blkno < nblocks; blkno++)
 	{
 		Buffer		buffer;
-		Page		page;
+		Page		page = refdata_share_lock_page(rel, blkno, bstrategy,
+												   &buffer);
 		OffsetNumber maxoff;
 
-		CHECK_FOR_INTERRUPTS();
-		buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
-									bstrategy);
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buffer);
 		maxoff = PageGetMaxOffsetNumber(page);
 
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
@@ -368,14 +376,10 @@ refdata_verify(PG_FUNCTION_ARGS)
 	for (BlockNumber blkno = 0; blkno < nblocks; blkno++)
 	{
 		Buffer		buffer;
-		Page		page;
+		Page		page = refdata_share_lock_page(rel, blkno, bstrategy,
+												   &buffer);
 		OffsetNumber maxoff;
 
-		CHECK_FOR_INTERRUPTS();
-		buffer = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
-									bstrategy);
-		LockBuffer(buffer, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buffer);
 
 		if (PageIsNew(page))
 		{

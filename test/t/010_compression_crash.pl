@@ -29,6 +29,7 @@ $primary->append_conf('postgresql.conf', qq(
 wal_log_hints = on
 allow_in_place_tablespaces = on
 checkpoint_timeout = 1h
+shared_buffers = 16MB    # room for multi-block reads (the default 1MB allows few)
 restart_after_crash = on
 log_statement = none
 ));
@@ -162,6 +163,9 @@ CHECKPOINT;
 ));
 my $cpath = $primary->data_dir . '/'
   . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('c')");
+# a TID range scan reads the blocks of its range with vectored reads
+my $range_5_13 = "SELECT count(*), sum(hashtext(ctid::text || v)) FROM c WHERE ctid >= '(5,0)' AND ctid < '(13,0)'";
+my $range_5_13_before = $primary->safe_psql('postgres', $range_5_13);
 $primary->stop;
 
 # entry(N): the map entry of block N as (first unit, stored bytes)
@@ -191,6 +195,8 @@ sub flip
 my ($first, $stored) = entry(0);
 flip($data_offset + $first * 512 + int($stored / 2));    # block 0's image
 flip(4096 + 16 * 1 + 5);                                  # block 1's entry
+($first, $stored) = entry(3);
+flip($data_offset + $first * 512 + int($stored / 2));    # block 3's image
 $primary->start;
 
 # read_block(N): an error reading block N of c, or '' if it reads
@@ -212,11 +218,18 @@ like($e1, qr/ERROR:  XX001: invalid compressed page in block 1 of relation/,
 	'a flipped byte in a map entry is a data-corruption error');
 like($e1, qr/checksum mismatch in compressed block map entry/, 'and saying why');
 is(read_block(2), '', 'an intact block of the same relation still reads');
+my ($ret, $stdout, $stderr) = $primary->psql('postgres',
+	"SELECT count(*) FROM c WHERE ctid >= '(2,0)' AND ctid < '(6,0)'",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($stderr, qr/ERROR:  XX001: invalid compressed page in block 3 of relation/,
+	'a damaged image inside a multi-block read names its own block');
+is($primary->safe_psql('postgres', $range_5_13),
+	$range_5_13_before, 'a multi-block read of intact blocks gives the rows written');
 is($primary->safe_psql('postgres', 'SELECT count(*) > 0 FROM t'),
 	't', 'the server is up and answers');
 
 # zero_damaged_pages keeps its meaning.
-my ($ret, $stdout, $stderr) = $primary->psql('postgres',
+($ret, $stdout, $stderr) = $primary->psql('postgres',
 	"SET zero_damaged_pages = on; SELECT count(*) FROM c WHERE ctid < '(1,0)'");
 like($stderr, qr/WARNING:  invalid compressed page in block 0 .*; zeroing out page/,
 	'with zero_damaged_pages the page is zeroed with a warning');

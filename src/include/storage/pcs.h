@@ -93,5 +93,8 @@ extern void pcs_redo_tablespace(struct XLogReaderState *record,
 								Oid tablespaceoid);
 extern void pcs_remove_tablespace_marker(const char *versiondir, bool redo);
 extern void pcs_check_alter_tablespace(const char *name, List *options);
+extern bool pcs_compressed_tablespaces_exist(void);
+extern void pcs_enforce_startup_settings(void);
+extern bool pcs_full_page_writes(bool configured);
 
 #endif							/* PCS_H */

@@ -135,7 +135,7 @@ EOF
 	while IFS='|' read -r rel path plain; do
 		comp=$(size_in compressed "$rel")
 		files=$(ls "$WORK/data/$path" "$WORK/data/$path".[0-9]* 2>/dev/null || true)
-		read -r pages raw ideal units < <("$WORK/page_ideal" 1 $files)
+		read -r pages raw ideal units _ < <("$WORK/page_ideal" 1 $files)
 		awk -v r="$rel" -v p="$plain" -v c="$comp" -v i="$ideal" -v u="$units" 'BEGIN {
 			printf "| %s | %.1f MB | %.1f MB | %.2f | %.2f | %.2f | %.2f |\n",
 				r, p / 1048576, c / 1048576, p / c, p / i, p / u, c / u }'

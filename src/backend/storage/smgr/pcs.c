@@ -65,6 +65,27 @@ typedef struct PcsSegment
 /* Tries at reading a map entry that a concurrent writer may be replacing */
 #define PCS_ENTRY_READ_TRIES	3
 
+/*
+ * Images of the blocks of one vectored read that lie at most this far apart
+ * on disk are fetched with one read: reading a small gap costs less than a
+ * second system call, and the gap is usually slack of the image before it.
+ */
+#define PCS_COALESCE_GAP		(8 * 1024)
+
+/* Room for one coalesced read: every image raw, with gaps between them */
+#define PCS_STAGING_SIZE		(MAX_IO_COMBINE_LIMIT * (BLCKSZ + PCS_COALESCE_GAP))
+
+/* One block of a vectored read, with the place of its image on disk */
+typedef struct PcsReadItem
+{
+	off_t		start;			/* file offset of the image */
+	int			len;			/* its stored length */
+	int			index;			/* its place in the caller's buffers[] */
+	PcsMapEntry entry;
+} PcsReadItem;
+
+static char *pcs_staging = NULL;
+
 static MemoryContext PcsCxt = NULL;
 static uint32 pcs_generation = 0;
 
@@ -428,8 +449,8 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 /*
  * Make sure the file holds units below limit.  The data area grows by a
  * step of a sixteenth of its size (8 kB to 8 MB), with posix_fallocate, which
- * never shrinks a file that a concurrent process grew further, and the new
- * size is made durable before any map entry can point into it (README.pcs).
+ * reserves the space (so a later write cannot fail for want of it) and never
+ * shrinks a file that a concurrent process grew further.
  */
 static void
 pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
@@ -467,21 +488,74 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
 					 errmsg("could not extend file \"%s\": %m",
 							FilePathName(seg->vfd)),
 					 errhint("Check free disk space.")));
-		if (!SmgrIsTemp(reln) &&
-			FileSync(seg->vfd, WAIT_EVENT_DATA_FILE_EXTEND) < 0)
-			ereport(data_sync_elevel(ERROR),
-					(errcode_for_file_access(),
-					 errmsg("could not fsync file \"%s\": %m",
-							FilePathName(seg->vfd))));
+
+		/*
+		 * No fsync: the new size reaches disk with the checkpoint's fsync of
+		 * the segment, and until then a crash is survived because a new
+		 * generation starts above every unit the map on disk points to
+		 * (pcs_map_high_water()), not merely above the file's end.
+		 */
 		have += grow;
 	}
 	seg->capacity = have;
 }
 
 /*
- * Hand out units fresh units in a segment.  The first allocation of a
- * server generation starts at the end of the file, so that no unit an entry
- * on disk may point to is handed out twice (README.pcs).
+ * The end of the highest units that a sound entry of the map points to, as
+ * the map is now (after a crash: as it reached disk).  A new generation
+ * starts allocating above it, so that no unit an entry on disk may point to
+ * is handed out again, however old the file's size on disk is.  Only the
+ * parts of the map that hold data are read (SEEK_DATA), so that the holes of
+ * a small segment's map do not fill the page cache with zeros.
+ */
+static uint32
+pcs_map_high_water(PcsSegment *seg)
+{
+	int			fd = FileGetRawDesc(seg->vfd);
+	off_t		pos = PCS_MAP_OFFSET;
+	off_t		end = PCS_MAP_OFFSET + (off_t) RELSEG_SIZE * sizeof(PcsMapEntry);
+	uint32		high = 0;
+
+	while (pos < end)
+	{
+		off_t		data = pos;
+		off_t		hole = end;
+
+#if defined(SEEK_DATA) && defined(SEEK_HOLE)
+		data = lseek(fd, pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break;				/* nothing but holes up to the end of file */
+		if (data < 0)
+			data = pos;			/* not supported here: read it all */
+		else
+		{
+			hole = lseek(fd, data, SEEK_HOLE);
+			if (hole < 0 || hole > end)
+				hole = end;
+		}
+#endif
+		if (data >= end)
+			break;
+		for (off_t b = (data - PCS_MAP_OFFSET) / sizeof(PcsMapEntry);
+			 b < (hole - PCS_MAP_OFFSET + sizeof(PcsMapEntry) - 1) / sizeof(PcsMapEntry);
+			 b++)
+		{
+			PcsMapEntry entry = seg->map[b];
+
+			if (!pcs_entry_is_empty(&entry) &&
+				pcs_entry_check(&entry, (BlockNumber) b, PG_UINT32_MAX) == NULL)
+				high = Max(high, entry.first_unit + entry.units);
+		}
+		pos = hole;
+	}
+	return high;
+}
+
+/*
+ * Hand out fresh units in a segment.  The first allocation of a server
+ * generation starts above the end of the file and above every unit the map
+ * points to, so that no unit an entry on disk may point to is handed out
+ * twice (README.pcs).
  */
 static uint32
 pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
@@ -506,6 +580,7 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 						 errmsg("could not seek to end of file \"%s\": %m",
 								FilePathName(seg->vfd))));
 			first = (uint32) ((size - PCS_DATA_OFFSET + PCS_UNIT_SIZE - 1) >> PCS_UNIT_SHIFT);
+			first = Max(first, pcs_map_high_water(seg));
 		}
 		if ((uint64) first + units > PG_UINT32_MAX)
 			ereport(ERROR,
@@ -649,9 +724,10 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
  * block may lie past the segment's end, which then moves.
  *
  * Why every crash point is safe (README.pcs has the whole argument):
- * - fresh units come from pcs_allocate(), which made the file's new size
- *   durable before returning them and never hands out a unit twice in a
- *   server's life, so an entry on disk can only point to this block's data;
+ * - fresh units come from pcs_allocate(), which never hands out a unit
+ *   twice in a server's life, nor one that an entry left on disk by an
+ *   earlier life points to, so an entry on disk can only point to this
+ *   block's data;
  * - the image is written before the entry points to it: a crash between the
  *   two leaves the old entry, and the old image intact when it moved;
  * - an image overwritten in place, or an entry that reached disk without its
@@ -951,28 +1027,169 @@ pcs_prefetch(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 			 int nblocks)
 {
 #ifdef USE_PREFETCH
+	PcsSegment *runseg = NULL;
+	off_t		runstart = 0;
+	off_t		runend = 0;
+	bool		found = true;
+
 	if (!pcs_is_compressed(reln, forknum))
 		return mdprefetch(reln, forknum, blocknum, nblocks);
 
+	/*
+	 * One hint per run of images that lie close together on disk, as reads
+	 * coalesce them, rather than one per 8 kB block.
+	 */
 	for (int i = 0; i < nblocks; i++)
 	{
 		BlockNumber blkno = blocknum + i;
 		PcsSegment *seg = pcs_getseg(reln, forknum, blkno / RELSEG_SIZE, false);
 		PcsMapEntry entry;
+		off_t		start;
 
 		if (seg == NULL)
-			return false;
+		{
+			found = false;
+			break;
+		}
 		entry = seg->map[blkno % RELSEG_SIZE];
-		if (!pcs_entry_is_empty(&entry))
-			(void) FilePrefetch(seg->vfd, pcs_unit_offset(entry.first_unit),
-								entry.stored, WAIT_EVENT_DATA_FILE_PREFETCH);
+		if (pcs_entry_is_empty(&entry))
+			continue;
+		start = pcs_unit_offset(entry.first_unit);
+		if (seg == runseg && start >= runstart &&
+			start <= runend + PCS_COALESCE_GAP)
+		{
+			runend = Max(runend, start + entry.stored);
+			continue;
+		}
+		if (runseg != NULL)
+			(void) FilePrefetch(runseg->vfd, runstart, runend - runstart,
+								WAIT_EVENT_DATA_FILE_PREFETCH);
+		runseg = seg;
+		runstart = start;
+		runend = start + entry.stored;
 	}
-	return true;
+	if (runseg != NULL)
+		(void) FilePrefetch(runseg->vfd, runstart, runend - runstart,
+							WAIT_EVENT_DATA_FILE_PREFETCH);
+	return found;
 #else
 	if (!pcs_is_compressed(reln, forknum))
 		return mdprefetch(reln, forknum, blocknum, nblocks);
 	return true;
 #endif
+}
+
+/* Order read items by their place on disk */
+static int
+pcs_read_item_cmp(const void *a, const void *b)
+{
+	off_t		sa = ((const PcsReadItem *) a)->start;
+	off_t		sb = ((const PcsReadItem *) b)->start;
+
+	return (sa > sb) - (sa < sb);
+}
+
+/*
+ * Read consecutive blocks of one segment, fetching images that lie close
+ * together on disk with one read each (PCS_COALESCE_GAP).  Logically
+ * adjacent blocks are usually physically adjacent too, since a load writes
+ * them in order, but a page that grew was moved, so the images are sorted
+ * by offset first.  A block this fast path cannot settle (no image, an
+ * entry that fails its check, an image that fails its CRC or does not
+ * decompress, a short read) is read again alone by pcs_read_block(), which
+ * retries, zeroes or reports it; so errors are raised in one place only.
+ */
+static void
+pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
+						BlockNumber blocknum, void **buffers, int nblocks)
+{
+	BlockNumber segblock = blocknum % RELSEG_SIZE;
+	PcsSegment *seg = pcs_getseg(reln, forknum, blocknum / RELSEG_SIZE, false);
+	PcsReadItem items[MAX_IO_COMBINE_LIMIT];
+	bool		done[MAX_IO_COMBINE_LIMIT];
+	int			nitems = 0;
+	int			i;
+
+	Assert(nblocks <= MAX_IO_COMBINE_LIMIT);
+	memset(done, 0, sizeof(done));
+
+	if (seg != NULL && segblock + nblocks <= pcs_seg_nblocks(seg))
+	{
+		for (i = 0; i < nblocks; i++)
+		{
+			PcsReadItem *item = &items[nitems];
+
+			item->entry = seg->map[segblock + i];
+			if (pcs_entry_is_empty(&item->entry) ||
+				pcs_entry_check(&item->entry, segblock + i,
+								pcs_unit_limit(seg)) != NULL)
+				continue;
+			item->start = pcs_unit_offset(item->entry.first_unit);
+			item->len = item->entry.stored;
+			item->index = i;
+			nitems++;
+		}
+	}
+	if (nitems > 1)
+		qsort(items, nitems, sizeof(PcsReadItem), pcs_read_item_cmp);
+
+	if (pcs_staging == NULL && nitems > 1)
+		pcs_staging = MemoryContextAllocAligned(PcsCxt, PCS_STAGING_SIZE,
+												PG_IO_ALIGN_SIZE, 0);
+
+	for (int first = 0; first < nitems;)
+	{
+		int			last = first;
+		off_t		end = items[first].start + items[first].len;
+		int			nread;
+
+		/* extend the run while the next image is near and fits */
+		while (last + 1 < nitems &&
+			   items[last + 1].start - end <= PCS_COALESCE_GAP &&
+			   items[last + 1].start + items[last + 1].len - items[first].start <= PCS_STAGING_SIZE)
+		{
+			last++;
+			end = Max(end, items[last].start + items[last].len);
+		}
+
+		if (first == last)
+		{
+			/* a lone image: pcs_read_block() reads it straight away */
+			first++;
+			continue;
+		}
+
+		nread = FileRead(seg->vfd, pcs_staging, end - items[first].start,
+						 items[first].start, WAIT_EVENT_DATA_FILE_READ);
+		if (nread < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read blocks %u..%u in file \"%s\": %m",
+							blocknum, blocknum + nblocks - 1,
+							FilePathName(seg->vfd))));
+
+		for (i = first; i <= last; i++)
+		{
+			PcsReadItem *item = &items[i];
+			char	   *image = pcs_staging + (item->start - items[first].start);
+			char	   *page = buffers[item->index];
+
+			if (item->start + item->len - items[first].start > nread ||
+				pcs_data_crc(image, item->len) != item->entry.data_crc)
+				continue;
+			if (item->entry.flags & PCS_ENTRY_RAW)
+				memcpy(page, image, BLCKSZ);
+			else if (pcs_decompress_page(seg->header->algorithm, image,
+										 item->len, page) != NULL)
+				continue;
+			done[item->index] = true;
+		}
+		first = last + 1;
+	}
+
+	for (i = 0; i < nblocks; i++)
+		if (!done[i])
+			pcs_read_block(reln, forknum, blocknum + i, buffers[i]);
 }
 
 /* pcs_readv: read consecutive blocks */
@@ -985,8 +1202,21 @@ pcs_readv(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 		mdreadv(reln, forknum, blocknum, buffers, nblocks);
 		return;
 	}
-	for (BlockNumber i = 0; i < nblocks; i++)
-		pcs_read_block(reln, forknum, blocknum + i, buffers[i]);
+
+	while (nblocks > 0)
+	{
+		BlockNumber n = Min(nblocks, MAX_IO_COMBINE_LIMIT);
+
+		/* one segment at a time */
+		n = Min(n, RELSEG_SIZE - blocknum % RELSEG_SIZE);
+		if (n == 1)
+			pcs_read_block(reln, forknum, blocknum, buffers[0]);
+		else
+			pcs_read_segment_blocks(reln, forknum, blocknum, buffers, n);
+		blocknum += n;
+		buffers += n;
+		nblocks -= n;
+	}
 }
 
 /* pcs_writev: write consecutive existing blocks */

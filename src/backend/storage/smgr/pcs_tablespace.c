@@ -20,6 +20,7 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "access/reloptions.h"
@@ -32,6 +33,7 @@
 #include "storage/fd.h"
 #include "storage/pcs.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 
 /* What XLOG_TBLSPC_CREATE carries after the path */
 typedef struct PcsTablespaceWal
@@ -225,4 +227,74 @@ pcs_check_alter_tablespace(const char *name, List *options)
 					 errdetail("The compression of a tablespace is fixed when it is created."),
 					 errhint("Create a tablespace with the compression you want and move relations to it with ALTER TABLE ... SET TABLESPACE.")));
 	}
+}
+
+/*
+ * Does any tablespace of the cluster hold compressed relations?  The marker
+ * files answer it without catalog access, so the postmaster and the
+ * checkpointer can ask.
+ */
+bool
+pcs_compressed_tablespaces_exist(void)
+{
+	DIR		   *dir;
+	struct dirent *de;
+	bool		found = false;
+
+	dir = AllocateDir("pg_tblspc");
+	while (!found && (de = ReadDirExtended(dir, "pg_tblspc", LOG)) != NULL)
+	{
+		char		path[MAXPGPATH];
+		struct stat st;
+
+		if (strspn(de->d_name, "0123456789") != strlen(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "pg_tblspc/%s/%s/%s", de->d_name,
+				 TABLESPACE_VERSION_DIRECTORY, PCS_MARKER_FILE);
+		if (stat(path, &st) == 0)
+			found = true;
+	}
+	FreeDir(dir);
+	return found;
+}
+
+/*
+ * Turn wal_log_hints on at server start if compressed tablespaces exist and
+ * nothing else WAL-logs hint bits.  CREATE TABLESPACE insisted on it, but
+ * the setting can be dropped from postgresql.conf before a restart; a page
+ * whose only change is a hint bit would then be rewritten in place with no
+ * full-page image to repair it after a torn write.  Overriding the setting,
+ * rather than refusing to start, keeps the server available, and the
+ * control file then records what is really in effect (pg_rewind looks).
+ */
+void
+pcs_enforce_startup_settings(void)
+{
+	if (XLogHintBitIsNeeded() || !pcs_compressed_tablespaces_exist())
+		return;
+
+	ereport(WARNING,
+			(errmsg("wal_log_hints is turned on because compressed tablespaces exist"),
+			 errdetail("A compressed page whose only change is a hint bit is rewritten as a whole; only a full-page image in WAL protects it from a torn write."),
+			 errhint("Set wal_log_hints = on in postgresql.conf.")));
+	SetConfigOption("wal_log_hints", "on", PGC_POSTMASTER, PGC_S_OVERRIDE);
+}
+
+/*
+ * The value of full_page_writes that WAL insertion must follow, given the
+ * configured one: on whenever compressed tablespaces exist, for the reason
+ * given at pcs_enforce_startup_settings().  Called by UpdateFullPageWrites()
+ * outside its critical section.
+ */
+bool
+pcs_full_page_writes(bool configured)
+{
+	if (configured || !pcs_compressed_tablespaces_exist())
+		return configured;
+
+	ereport(WARNING,
+			(errmsg("full_page_writes = off is ignored because compressed tablespaces exist"),
+			 errdetail("A compressed page is rewritten as a whole; only a full-page image in WAL can repair one torn by a crash."),
+			 errhint("Set full_page_writes = on, or move every relation out of the compressed tablespaces and drop them.")));
+	return true;
 }

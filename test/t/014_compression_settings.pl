@@ -1,0 +1,137 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# While compressed tablespaces exist, the server keeps the settings that
+# protect compressed pages from torn writes, whatever postgresql.conf says:
+#
+# - full_page_writes = off, reloaded, is ignored with a WARNING: a change
+#   after a checkpoint still writes a full-page image;
+# - wal_log_hints = off at a restart is turned on with a WARNING: SHOW and
+#   pg_controldata say on, and a hint-bit-only change writes FPI_FOR_HINT.
+#
+# Once the last compressed tablespace is dropped, both settings work as
+# configured again; that half shows the checks can tell the difference.
+
+use strict;
+use warnings FATAL => 'all';
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('settings');
+$node->init;
+$node->append_conf('postgresql.conf', qq(
+wal_log_hints = on
+allow_in_place_tablespaces = on
+checkpoint_timeout = 1h
+autovacuum = off
+));
+$node->start;
+
+$node->safe_psql('postgres', q(
+CREATE EXTENSION pg_walinspect;
+CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
+CREATE TABLE t (id int, v text) TABLESPACE cts;
+INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g;
+CREATE TABLE p (id int, v text);
+INSERT INTO p SELECT g, md5(g::text) FROM generate_series(1, 1000) g;
+));
+
+# wal_count(SQL, KIND): WAL records of kind 'fpi' (any block image) or
+# 'hint' (FPI_FOR_HINT) written by SQL, run right after a checkpoint.  The
+# checkpoint after SQL flushes the WAL that pg_walinspect is to read (a
+# read-only statement does not); an empty range has nothing to read.
+sub wal_count
+{
+	my ($sql, $kind) = @_;
+	my $count =
+	  $kind eq 'hint'
+	  ? "SELECT count(*) FROM pg_get_wal_records_info(:'l0', :'l1') WHERE record_type = 'FPI_FOR_HINT'"
+	  : "SELECT count(*) FROM pg_get_wal_block_info(:'l0', :'l1') WHERE block_fpi_length > 0";
+	return $node->safe_psql('postgres', qq(
+CHECKPOINT;
+SELECT pg_current_wal_insert_lsn() AS l0 \\gset
+$sql \\g /dev/null
+SELECT pg_current_wal_insert_lsn() AS l1 \\gset
+CHECKPOINT;
+SELECT CASE WHEN :'l0' = :'l1' THEN 0 ELSE ($count) END;
+));
+}
+
+# poll(CODE, WANT): CODE's answer once it is WANT, or its last answer
+sub poll
+{
+	my ($code, $want) = @_;
+	my $got;
+	for (1 .. 100)
+	{
+		$got = $code->();
+		return $got if $got eq $want;
+		usleep(100_000);
+	}
+	return $got;
+}
+
+my $update_t = sub { wal_count("UPDATE t SET v = v || 'x' WHERE id = 1", 'fpi') };
+my $update_p = sub { wal_count("UPDATE p SET v = v || 'x' WHERE id = 1", 'fpi') };
+
+# full_page_writes = off, by reload.
+my $offset = -s $node->logfile;
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET full_page_writes = off; SELECT pg_reload_conf();");
+# The postmaster logs the change, then signals the checkpointer, which
+# handles the signal before the checkpoint that wal_count() requests.
+$node->wait_for_log(qr/parameter "full_page_writes" changed to "off"/,
+	$offset);
+cmp_ok($update_t->(), '>', 0,
+	'full_page_writes = off: a change after a checkpoint still logs a full-page image');
+cmp_ok($update_p->(), '>', 0,
+	'... for every relation, since the setting is cluster-wide');
+ok( $node->log_contains(
+		qr/WARNING:  full_page_writes = off is ignored because compressed tablespaces exist/,
+		$offset),
+	'full_page_writes = off: the server says it ignores it');
+
+# wal_log_hints = off, by restart.
+$node->safe_psql('postgres', "ALTER SYSTEM RESET full_page_writes");
+$node->append_conf('postgresql.conf', "wal_log_hints = off");
+$offset = -s $node->logfile;
+$node->restart;
+ok( $node->log_contains(
+		qr/WARNING:  wal_log_hints is turned on because compressed tablespaces exist/,
+		$offset),
+	'wal_log_hints = off at start: the server says it turns it on');
+is($node->safe_psql('postgres', 'SHOW wal_log_hints'),
+	'on', 'wal_log_hints = off at start: SHOW says on');
+my ($controldata) = run_command([ 'pg_controldata', $node->data_dir ]);
+like($controldata, qr/wal_log_hints setting:\s+on/,
+	'... and so does the control file');
+
+# A hint-bit-only change: rows committed before the checkpoint, read after.
+$node->safe_psql('postgres',
+	"INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g");
+cmp_ok(wal_count('SELECT count(*) FROM t', 'hint'),
+	'>', 0, 'a hint-bit-only change to a compressed page logs FPI_FOR_HINT');
+
+# Without compressed tablespaces, both settings apply as configured.
+$node->safe_psql('postgres', 'DROP TABLE t; DROP TABLESPACE cts');
+$offset = -s $node->logfile;
+$node->restart;
+ok( !$node->log_contains(qr/wal_log_hints is turned on/, $offset),
+	'no compressed tablespace: no warning at start');
+is($node->safe_psql('postgres', 'SHOW wal_log_hints'),
+	'off', 'no compressed tablespace: wal_log_hints stays off');
+$node->safe_psql('postgres',
+	"INSERT INTO p SELECT g, md5(g::text) FROM generate_series(1, 1000) g");
+is(wal_count('SELECT count(*) FROM p', 'hint'),
+	'0', 'no compressed tablespace: a hint-bit change logs nothing');
+
+$node->safe_psql('postgres',
+	"ALTER SYSTEM SET full_page_writes = off; SELECT pg_reload_conf();");
+is(poll($update_p, '0'), '0',
+	'no compressed tablespace: full_page_writes = off takes effect');
+
+$node->stop;
+done_testing();
