@@ -12,6 +12,11 @@
  * nothing is read from the catalog or from the tablespace's marker file,
  * since compressed files stay compressed wherever they are copied.
  *
+ * Copies that write every byte of a compressed segment fill its map, 2 MB
+ * per segment that the server leaves sparse; pcs_sparse_write() lets a
+ * program that writes files from a stream (pg_basebackup) leave the map's
+ * pages of zeros out.
+ *
  * Portions Copyright (c) 2026, pgstrata developers
  *
  * IDENTIFICATION
@@ -67,4 +72,57 @@ pcs_path_is_segment(const char *dir, const char *relpath)
 	result = pcs_fd_is_segment(fd, path);
 	close(fd);
 	return result;
+}
+
+/*
+ * Write the next len bytes of a file that arrives as a stream (state zeroed
+ * when it starts).  For a compressed segment, write them at their offset
+ * with the 4 kB pages of zeros inside the map left out, and return true;
+ * for any other file return false, and the caller writes them as usual.
+ */
+bool
+pcs_sparse_write(PcsSparseFile *state, FILE *file, const char *path,
+				 const char *data, int len)
+{
+	off_t		start = state->offset;
+	int			run = 0;		/* start of the bytes still to write */
+	int			done = 0;
+
+	if (start == 0)
+		state->segment = pcs_is_segment_start(data, len);
+	state->offset += len;
+	if (!state->segment)
+		return false;
+
+	while (done < len)
+	{
+		off_t		pos = start + done;
+		int			piece = Min(len - done,
+								PCS_HEADER_SIZE - (int) (pos % PCS_HEADER_SIZE));
+
+		if (pcs_copy_can_skip(data + done, pos, piece))
+		{
+			if (done > run &&
+				(fseeko(file, start + run, SEEK_SET) != 0 ||
+				 fwrite(data + run, done - run, 1, file) != 1))
+				pg_fatal("could not write to file \"%s\": %m", path);
+			run = done + piece;
+		}
+		done += piece;
+	}
+	if (len > run &&
+		(fseeko(file, start + run, SEEK_SET) != 0 ||
+		 fwrite(data + run, len - run, 1, file) != 1))
+		pg_fatal("could not write to file \"%s\": %m", path);
+	return true;
+}
+
+/* Give a compressed segment written by pcs_sparse_write() its full length */
+void
+pcs_sparse_finish(PcsSparseFile *state, FILE *file, const char *path)
+{
+	if (!state->segment)
+		return;
+	if (fflush(file) != 0 || ftruncate(fileno(file), state->offset) != 0)
+		pg_fatal("could not write to file \"%s\": %m", path);
 }

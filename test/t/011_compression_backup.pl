@@ -162,6 +162,10 @@ ok( IPC::Run::run(
 		'>', \$out, '2>', \$err),
 	'pg_basebackup with checksum verification succeeds');
 unlike($err, qr/checksum/, 'and says nothing about checksums');
+my $tcopy = "$backup_dir/"
+  . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('t')");
+ok(-s $tcopy > 2101248 && (stat $tcopy)[12] * 512 < (-s $tcopy) - 1024 * 1024,
+	'the backup\'s copy of a compressed segment keeps its 2 MB map sparse');
 my $dump_at_backup = dumpall($primary);
 
 my $copy = PostgreSQL::Test::Cluster->new('copy');
