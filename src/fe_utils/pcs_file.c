@@ -14,8 +14,8 @@
  *
  * Copies that write every byte of a compressed segment fill its map, 2 MB
  * per segment that the server leaves sparse; pcs_sparse_write() lets a
- * program that writes files from a stream (pg_basebackup) leave the map's
- * pages of zeros out.
+ * program that writes files from a stream (pg_basebackup, pg_upgrade
+ * --copy) leave the map's pages of zeros out.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -74,14 +74,32 @@ pcs_path_is_segment(const char *dir, const char *relpath)
 	return result;
 }
 
+/* Write len bytes at offset of fd, or fail */
+static void
+pcs_write_at(int fd, const char *path, const char *data, int len,
+			 off_t offset)
+{
+	errno = 0;
+	if (pg_pwrite(fd, data, len, offset) != len)
+	{
+		/* if write didn't set errno, assume problem is no disk space */
+		if (errno == 0)
+			errno = ENOSPC;
+		pg_fatal("could not write to file \"%s\": %m", path);
+	}
+}
+
 /*
  * Write the next len bytes of a file that arrives as a stream (state zeroed
- * when it starts).  For a compressed segment, write them at their offset
- * with the 4 kB pages of zeros inside the map left out, and return true;
- * for any other file return false, and the caller writes them as usual.
+ * when it starts) into fd.  For a compressed segment, write them at their
+ * offset with the 4 kB pages of zeros inside the map left out, and return
+ * true; for any other file return false, and the caller writes them as
+ * usual.  A caller that writes through stdio must not have written to the
+ * file yet: once the first bytes say it is a compressed segment, all of it
+ * is written here.
  */
 bool
-pcs_sparse_write(PcsSparseFile *state, FILE *file, const char *path,
+pcs_sparse_write(PcsSparseFile *state, int fd, const char *path,
 				 const char *data, int len)
 {
 	off_t		start = state->offset;
@@ -102,27 +120,21 @@ pcs_sparse_write(PcsSparseFile *state, FILE *file, const char *path,
 
 		if (pcs_copy_can_skip(data + done, pos, piece))
 		{
-			if (done > run &&
-				(fseeko(file, start + run, SEEK_SET) != 0 ||
-				 fwrite(data + run, done - run, 1, file) != 1))
-				pg_fatal("could not write to file \"%s\": %m", path);
+			if (done > run)
+				pcs_write_at(fd, path, data + run, done - run, start + run);
 			run = done + piece;
 		}
 		done += piece;
 	}
-	if (len > run &&
-		(fseeko(file, start + run, SEEK_SET) != 0 ||
-		 fwrite(data + run, len - run, 1, file) != 1))
-		pg_fatal("could not write to file \"%s\": %m", path);
+	if (len > run)
+		pcs_write_at(fd, path, data + run, len - run, start + run);
 	return true;
 }
 
 /* Give a compressed segment written by pcs_sparse_write() its full length */
 void
-pcs_sparse_finish(PcsSparseFile *state, FILE *file, const char *path)
+pcs_sparse_finish(PcsSparseFile *state, int fd, const char *path)
 {
-	if (!state->segment)
-		return;
-	if (fflush(file) != 0 || ftruncate(fileno(file), state->offset) != 0)
+	if (state->segment && ftruncate(fd, state->offset) != 0)
 		pg_fatal("could not write to file \"%s\": %m", path);
 }

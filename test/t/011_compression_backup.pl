@@ -203,6 +203,10 @@ ok(!-e "$incr_dir/$increl", 'and not as an incremental file');
 my $combined_dir = $primary->backup_dir . '/combined';
 command_ok([ 'pg_combinebackup', '--no-sync', '-o', $combined_dir, $backup_dir, $incr_dir ],
 	'pg_combinebackup combines them');
+my $inccopy = "$combined_dir/"
+  . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('inc')");
+ok(-s $inccopy > 2101248 && (stat $inccopy)[12] * 512 < (-s $inccopy) - 1024 * 1024,
+	'the combined copy of a compressed segment keeps its 2 MB map sparse');
 my $combined = PostgreSQL::Test::Cluster->new('combined');
 $combined->init_from_backup($primary, 'combined');
 $combined->start;

@@ -11,7 +11,8 @@
 # - compressed files outside a compressed tablespace (a database moved to
 #   pg_default with ALTER DATABASE SET TABLESPACE keeps them) go through
 #   pg_upgrade --copy and --link: the new cluster reads them, they are
-#   still compressed, pg_dumpall gives the same output, amcheck is clean.
+#   still compressed (and --copy keeps their map sparse), pg_dumpall gives
+#   the same output, amcheck is clean.
 
 use strict;
 use warnings FATAL => 'all';
@@ -162,6 +163,10 @@ CHECKPOINT;
 ($rc, $output) = upgrade($new1, '--copy');
 is($rc, 0, 'pg_upgrade --copy') or diag $output;
 $new1->start;
+my $copied = $new1->data_dir . '/'
+  . $new1->safe_psql('cdb', "SELECT pg_relation_filepath('c')");
+ok(-s $copied > 2101248 && (stat $copied)[12] * 512 < (-s $copied) - 1024 * 1024,
+	'the copy of a compressed segment keeps its 2 MB map sparse');
 check_new($new1, 'copy');
 $new1->stop;
 

@@ -20,9 +20,9 @@ typedef struct PcsSparseFile
 } PcsSparseFile;
 
 extern bool pcs_fd_is_segment(int fd, const char *path);
-extern bool pcs_sparse_write(PcsSparseFile *state, FILE *file,
+extern bool pcs_sparse_write(PcsSparseFile *state, int fd,
 							 const char *path, const char *data, int len);
-extern void pcs_sparse_finish(PcsSparseFile *state, FILE *file,
+extern void pcs_sparse_finish(PcsSparseFile *state, int fd,
 							  const char *path);
 extern bool pcs_path_is_segment(const char *dir, const char *path);
 
