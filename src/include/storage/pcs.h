@@ -21,9 +21,6 @@
 #include "storage/relfilelocator.h"
 #include "storage/smgr.h"
 
-/* In a tablespace's version directory: its compression settings */
-#define PCS_MARKER_FILE		"pgstrata_compression"
-
 /* Index of pcs in smgr.c's table of storage managers */
 #define PCS_SMGR_ID			1
 

@@ -22,7 +22,32 @@
 #ifndef PCS_FORMAT_H
 #define PCS_FORMAT_H
 
+#ifndef FRONTEND
 #include "port/atomics.h"
+#else
+
+/*
+ * Frontend programs (pg_checksums, pg_rewind) read the segments of a stopped
+ * server and cannot use atomics.h: for them the two shared counters of the
+ * header are plain integers of the same size and alignment, read and set
+ * through the few accessors the format code uses.
+ */
+typedef struct pg_atomic_uint32
+{
+	volatile uint32 value;
+} pg_atomic_uint32;
+
+typedef struct pg_atomic_uint64
+{
+	volatile uint64 value pg_attribute_aligned(8);
+} pg_atomic_uint64;
+
+#define pg_atomic_init_u32(ptr, val)	((ptr)->value = (val))
+#define pg_atomic_init_u64(ptr, val)	((ptr)->value = (val))
+#define pg_atomic_read_u32(ptr)			((ptr)->value)
+#define pg_atomic_read_u64(ptr)			((ptr)->value)
+#endif							/* FRONTEND */
+
 #include "storage/block.h"
 
 /*
@@ -33,6 +58,12 @@
  */
 #define PCS_MAGIC			UINT64CONST(0x7FFFFFFF31534350)
 #define PCS_FORMAT_VERSION	1
+
+/*
+ * In a compressed tablespace's version directory: its settings, which new
+ * relation forks take (README.pcs).  Frontend programs skip it.
+ */
+#define PCS_MARKER_FILE		"pgstrata_compression"
 
 /* Layout of a segment file */
 #define PCS_HEADER_SIZE		4096
@@ -106,6 +137,9 @@ typedef struct PcsMapEntry
 
 StaticAssertDecl(sizeof(PcsMapEntry) == PCS_ENTRY_SIZE,
 				 "a map entry must be PCS_ENTRY_SIZE bytes");
+StaticAssertDecl(offsetof(PcsHeader, alloc) == 32 &&
+				 offsetof(PcsHeader, nblocks) == 40,
+				 "frontend and backend must agree on the header layout");
 StaticAssertDecl(sizeof(PcsHeader) <= 512,
 				 "the header must fit in one sector");
 StaticAssertDecl(PCS_MAX_UNITS <= PG_UINT8_MAX,
@@ -132,6 +166,41 @@ static inline off_t
 pcs_unit_offset(uint32 unit)
 {
 	return PCS_DATA_OFFSET + ((off_t) unit << PCS_UNIT_SHIFT);
+}
+
+/*
+ * Do these first bytes of a file start a compressed segment?  Only the magic
+ * is compared: callers that then read the segment check its header.
+ */
+static inline bool
+pcs_is_segment_start(const void *bytes, size_t len)
+{
+	uint64		magic;
+
+	if (len < sizeof(magic))
+		return false;
+	memcpy(&magic, bytes, sizeof(magic));
+	return magic == PCS_MAGIC;
+}
+
+/*
+ * May a copy of a compressed segment leave these len bytes at offset as a
+ * hole?  Only zeros inside the map: the storage manager leaves the map
+ * sparse (its pages get storage as their entries are written), and a copy
+ * that fills it takes 2 MB per segment.  The data area is allocated ahead on
+ * purpose, so copies keep it.
+ */
+static inline bool
+pcs_copy_can_skip(const char *buf, off_t offset, size_t len)
+{
+	if (offset < PCS_MAP_OFFSET || offset + (off_t) len > PCS_DATA_OFFSET)
+		return false;
+	for (size_t i = 0; i < len; i++)
+	{
+		if (buf[i] != 0)
+			return false;
+	}
+	return true;
 }
 
 extern const char *pcs_algorithm_name(PcsAlgorithm algorithm);

@@ -12,12 +12,19 @@
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
+ * The same file is compiled into frontend programs (see fe_utils/pcs_file.c),
+ * with FRONTEND defined.
+ *
  * IDENTIFICATION
  *	  src/backend/storage/smgr/pcs_format.c
  *
  *-------------------------------------------------------------------------
  */
+#ifndef FRONTEND
 #include "postgres.h"
+#else
+#include "postgres_fe.h"
+#endif
 
 #ifdef USE_LZ4
 #include <lz4.h>

@@ -1,0 +1,237 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs_checksums.c
+ *	  pg_checksums for page-compressed (pcs) segments: verify, or set, the
+ *	  data checksum of every page stored in a compressed segment.
+ *
+ * A compressed segment is not a sequence of 8 kB blocks (README.pcs in
+ * src/backend/storage/smgr): a header, a map with one entry per block, and
+ * page images in 512-byte units.  So each page is found through its map
+ * entry, its image checked against the entry's CRC32C, decompressed, and
+ * the page checksum computed on the page the server would see.  Damaged
+ * headers, entries and images count as bad blocks, like wrong checksums.
+ *
+ * Enabling checksums rewrites the image of every page whose checksum
+ * changes, recompressed with the segment's own algorithm and level.  Each
+ * new image goes to fresh units past the end of the file, and the file is
+ * made durable before any map entry points there.  Whenever pg_checksums
+ * stops (an error, a signal, a crash), every entry on disk points to a
+ * complete image with a matching CRC: the old one or the new one, and
+ * either is the same page, with or without its checksum.  Data checksums
+ * are switched on in pg_control only after every file is done, as for
+ * plain files.  The old images become garbage (the pgstrata extension's
+ * garbage_bytes), until the relation is rewritten (VACUUM FULL); a server
+ * started afterwards allocates above the file's end, as after any restart.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * IDENTIFICATION
+ *	  src/bin/pg_checksums/pcs_checksums.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres_fe.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/logging.h"
+#include "pcs_checksums.h"
+#include "storage/bufpage.h"
+#include "storage/checksum.h"
+#include "storage/pcs_format.h"
+
+/* Read len bytes at offset; returns the bytes read, fails on an error */
+static ssize_t
+pcs_read_at(int fd, const char *fn, void *buf, size_t len, off_t offset)
+{
+	ssize_t		r = pg_pread(fd, buf, len, offset);
+
+	if (r < 0)
+		pg_fatal("could not read file \"%s\": %m", fn);
+	return r;
+}
+
+/* Write len bytes at offset, or fail */
+static void
+pcs_write_at(int fd, const char *fn, const void *buf, size_t len,
+			 off_t offset)
+{
+	ssize_t		w = pg_pwrite(fd, buf, len, offset);
+
+	if (w != (ssize_t) len)
+	{
+		if (w < 0)
+			pg_fatal("could not write file \"%s\": %m", fn);
+		pg_fatal("could not write file \"%s\": wrote %zd of %zu",
+				 fn, w, len);
+	}
+}
+
+/*
+ * Read the page of one map entry into page; NULL if it is sound, else what
+ * is wrong with it.
+ */
+static const char *
+pcs_read_page(int fd, const char *fn, const PcsHeader *header,
+			  const PcsMapEntry *entry, BlockNumber segblock,
+			  uint32 unit_limit, char *page)
+{
+	PGAlignedBlock image;
+	const char *problem;
+
+	problem = pcs_entry_check(entry, segblock, unit_limit);
+	if (problem != NULL)
+		return problem;
+	if (pcs_read_at(fd, fn, image.data, entry->stored,
+					pcs_unit_offset(entry->first_unit)) != entry->stored)
+		return "the image is cut short by the end of the file";
+	if (pcs_data_crc(image.data, entry->stored) != entry->data_crc)
+		return "checksum mismatch in the compressed image";
+	if (entry->flags & PCS_ENTRY_RAW)
+	{
+		memcpy(page, image.data, BLCKSZ);
+		return NULL;
+	}
+	return pcs_decompress_page(header->algorithm, image.data, entry->stored,
+							   page);
+}
+
+/*
+ * Verify (enable false) or set (enable true) the page checksums of one
+ * compressed segment, segment number segmentno of its fork, open as fd
+ * (read-write to enable).  Problems are logged as pg_checksums logs them;
+ * when enabling, a page that cannot be read stops the program before
+ * anything of this file is changed.  With do_sync, new images are made
+ * durable before the map points to them.
+ */
+PcsChecksumCounts
+pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
+					 bool do_sync)
+{
+	PcsChecksumCounts counts = {0};
+	PGAlignedBlock hbuf;
+	PcsHeader  *header = (PcsHeader *) hbuf.data;
+	PcsMapEntry *map;
+	struct stat st;
+	const char *problem;
+	BlockNumber nblocks;
+	uint32		unit_limit;
+	uint32		next_unit;
+
+	if (fstat(fd, &st) < 0)
+		pg_fatal("could not stat file \"%s\": %m", fn);
+	counts.bytes = st.st_size;
+
+	memset(hbuf.data, 0, BLCKSZ);
+	if (st.st_size < PCS_DATA_OFFSET)
+		problem = "the file is shorter than a compressed segment's header and map";
+	else if (pcs_read_at(fd, fn, hbuf.data, sizeof(PcsHeader), 0) != sizeof(PcsHeader))
+		problem = "the header is cut short";
+	else
+		problem = pcs_header_check(header);
+	if (problem != NULL)
+	{
+		if (enable)
+			pg_fatal("cannot enable checksums in file \"%s\": invalid compressed segment header: %s",
+					 fn, problem);
+		pg_log_error("invalid compressed segment header in file \"%s\": %s",
+					 fn, problem);
+		counts.bad_blocks++;
+		return counts;
+	}
+
+	/* Units past the end of the file are not there: entries must lie below */
+	nblocks = pg_atomic_read_u32(&header->nblocks);
+	unit_limit = (uint32) ((st.st_size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT);
+	next_unit = (uint32) ((st.st_size - PCS_DATA_OFFSET + PCS_UNIT_SIZE - 1) >> PCS_UNIT_SHIFT);
+
+	map = pg_malloc0(Max(nblocks, 1) * sizeof(PcsMapEntry));
+	if (nblocks > 0 &&
+		pcs_read_at(fd, fn, map, nblocks * sizeof(PcsMapEntry), PCS_MAP_OFFSET) !=
+		nblocks * sizeof(PcsMapEntry))
+		pg_fatal("could not read the map of compressed segment \"%s\"", fn);
+
+	for (BlockNumber b = 0; b < nblocks; b++)
+	{
+		PGAlignedBlock page;
+		PGAlignedBlock image;
+		PageHeader	phdr = (PageHeader) page.data;
+		BlockNumber blkno = b + segmentno * RELSEG_SIZE;
+		uint16		csum;
+		const char *src;
+		int			len;
+		int			units;
+		bool		raw;
+
+		/* a block without storage reads as zeros: a new page */
+		if (pcs_entry_is_empty(&map[b]))
+			continue;
+		counts.blocks_scanned++;
+
+		problem = pcs_read_page(fd, fn, header, &map[b], b, unit_limit,
+								page.data);
+		if (problem != NULL)
+		{
+			if (enable)
+				pg_fatal("cannot enable checksums: invalid compressed page in file \"%s\", block %u: %s",
+						 fn, b, problem);
+			pg_log_error("invalid compressed page in file \"%s\", block %u: %s",
+						 fn, b, problem);
+			counts.bad_blocks++;
+			continue;
+		}
+
+		/* New pages have no checksum yet */
+		if (PageIsNew(page.data))
+			continue;
+
+		csum = pg_checksum_page(page.data, blkno);
+		if (!enable)
+		{
+			if (csum != phdr->pd_checksum)
+			{
+				pg_log_error("checksum verification failed in file \"%s\", block %u: calculated checksum %X but block contains %X",
+							 fn, b, csum, phdr->pd_checksum);
+				counts.bad_blocks++;
+			}
+			continue;
+		}
+		if (phdr->pd_checksum == csum)
+			continue;
+
+		/* a new image with the checksum, in fresh units at the end */
+		phdr->pd_checksum = csum;
+		len = pcs_compress_page(header->algorithm, header->level, page.data,
+								image.data, BLCKSZ);
+		raw = (len < 0);
+		src = raw ? page.data : image.data;
+		if (raw)
+			len = BLCKSZ;
+		units = pcs_units_to_allocate(len, false);
+		if ((uint64) next_unit + units > PG_UINT32_MAX)
+			pg_fatal("compressed segment \"%s\" is full", fn);
+		pcs_write_at(fd, fn, src, len, pcs_unit_offset(next_unit));
+		pcs_entry_set(&map[b], b, next_unit, len, units, raw,
+					  pcs_data_crc(src, len));
+		next_unit += units;
+		counts.blocks_written++;
+	}
+
+	if (counts.blocks_written > 0)
+	{
+		/*
+		 * The file must end past the last unit handed out, which the server
+		 * takes as the limit of sound entries and where it allocates next;
+		 * and the images must be durable before the map points to them.
+		 */
+		if (ftruncate(fd, pcs_unit_offset(next_unit)) != 0)
+			pg_fatal("could not extend file \"%s\": %m", fn);
+		if (do_sync && fsync(fd) != 0)
+			pg_fatal("could not fsync file \"%s\": %m", fn);
+		pcs_write_at(fd, fn, map, nblocks * sizeof(PcsMapEntry),
+					 PCS_MAP_OFFSET);
+	}
+	pg_free(map);
+	return counts;
+}

@@ -1,0 +1,140 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs_file.c
+ *	  Recognising page-compressed (pcs) segment files in frontend programs.
+ *
+ * A compressed segment (src/backend/storage/smgr/README.pcs) has the name
+ * of a relation segment but is not a sequence of 8 kB blocks: it starts
+ * with a header, then a map, then page images in 512-byte units.  Programs
+ * that read or write relation files block by block (pg_checksums,
+ * pg_rewind) ask here first, and treat such files differently.  As in the
+ * server, a file is compressed exactly when it begins with the pcs magic;
+ * nothing is read from the catalog or from the tablespace's marker file,
+ * since compressed files stay compressed wherever they are copied.
+ *
+ * Copies that write every byte of a compressed segment fill its map, 2 MB
+ * per segment that the server leaves sparse; pcs_sparse_write() lets a
+ * program that writes files from a stream (pg_basebackup, pg_upgrade
+ * --copy) leave the map's pages of zeros out.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * IDENTIFICATION
+ *	  src/fe_utils/pcs_file.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres_fe.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "common/logging.h"
+#include "fe_utils/pcs_file.h"
+#include "storage/pcs_format.h"
+
+/* Does the open file begin with the pcs magic?  Fails on a read error. */
+bool
+pcs_fd_is_segment(int fd, const char *path)
+{
+	char		head[sizeof(uint64)];
+	ssize_t		r;
+
+	r = pg_pread(fd, head, sizeof(head), 0);
+	if (r < 0)
+		pg_fatal("could not read file \"%s\": %m", path);
+	return pcs_is_segment_start(head, r);
+}
+
+/*
+ * Does the file at path (relative to dir, unless dir is NULL) begin with the
+ * pcs magic?  A file that does not exist (any more) is not a compressed
+ * segment.
+ */
+bool
+pcs_path_is_segment(const char *dir, const char *relpath)
+{
+	char		path[MAXPGPATH];
+	int			fd;
+	bool		result;
+
+	if (dir != NULL)
+		snprintf(path, sizeof(path), "%s/%s", dir, relpath);
+	else
+		strlcpy(path, relpath, sizeof(path));
+	fd = open(path, O_RDONLY | PG_BINARY, 0);
+	if (fd < 0)
+	{
+		if (errno == ENOENT)
+			return false;
+		pg_fatal("could not open file \"%s\": %m", path);
+	}
+	result = pcs_fd_is_segment(fd, path);
+	close(fd);
+	return result;
+}
+
+/* Write len bytes at offset of fd, or fail */
+static void
+pcs_write_at(int fd, const char *path, const char *data, int len,
+			 off_t offset)
+{
+	errno = 0;
+	if (pg_pwrite(fd, data, len, offset) != len)
+	{
+		/* if write didn't set errno, assume problem is no disk space */
+		if (errno == 0)
+			errno = ENOSPC;
+		pg_fatal("could not write to file \"%s\": %m", path);
+	}
+}
+
+/*
+ * Write the next len bytes of a file that arrives as a stream (state zeroed
+ * when it starts) into fd.  For a compressed segment, write them at their
+ * offset with the 4 kB pages of zeros inside the map left out, and return
+ * true; for any other file return false, and the caller writes them as
+ * usual.  A caller that writes through stdio must not have written to the
+ * file yet: once the first bytes say it is a compressed segment, all of it
+ * is written here.
+ */
+bool
+pcs_sparse_write(PcsSparseFile *state, int fd, const char *path,
+				 const char *data, int len)
+{
+	off_t		start = state->offset;
+	int			run = 0;		/* start of the bytes still to write */
+	int			done = 0;
+
+	if (start == 0)
+		state->segment = pcs_is_segment_start(data, len);
+	state->offset += len;
+	if (!state->segment)
+		return false;
+
+	while (done < len)
+	{
+		off_t		pos = start + done;
+		int			piece = Min(len - done,
+								PCS_HEADER_SIZE - (int) (pos % PCS_HEADER_SIZE));
+
+		if (pcs_copy_can_skip(data + done, pos, piece))
+		{
+			if (done > run)
+				pcs_write_at(fd, path, data + run, done - run, start + run);
+			run = done + piece;
+		}
+		done += piece;
+	}
+	if (len > run)
+		pcs_write_at(fd, path, data + run, len - run, start + run);
+	return true;
+}
+
+/* Give a compressed segment written by pcs_sparse_write() its full length */
+void
+pcs_sparse_finish(PcsSparseFile *state, int fd, const char *path)
+{
+	if (state->segment && ftruncate(fd, state->offset) != 0)
+		pg_fatal("could not write to file \"%s\": %m", path);
+}

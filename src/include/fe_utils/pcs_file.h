@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs_file.h
+ *	  Recognising page-compressed (pcs) segment files in frontend programs.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * src/include/fe_utils/pcs_file.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef PCS_FILE_H
+#define PCS_FILE_H
+
+/* A file being written from a stream, for pcs_sparse_write() */
+typedef struct PcsSparseFile
+{
+	off_t		offset;			/* bytes of the stream seen so far */
+	bool		segment;		/* does it start with the pcs magic? */
+} PcsSparseFile;
+
+extern bool pcs_fd_is_segment(int fd, const char *path);
+extern bool pcs_sparse_write(PcsSparseFile *state, int fd,
+							 const char *path, const char *data, int len);
+extern void pcs_sparse_finish(PcsSparseFile *state, int fd,
+							  const char *path);
+extern bool pcs_path_is_segment(const char *dir, const char *path);
+
+#endif							/* PCS_FILE_H */

@@ -1,0 +1,361 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# Compressed tablespaces through replication, backup and whole-database
+# copies, on a cluster with data checksums:
+#
+# - CREATE DATABASE ... STRATEGY FILE_COPY and ALTER DATABASE ... SET
+#   TABLESPACE, from a compressed tablespace to a plain one and back: the
+#   files are copied verbatim and keep their format (compressed files in
+#   pg_default, plain files in the compressed tablespace), and read; new
+#   relations take the format of where they are created; STRATEGY WAL_LOG
+#   goes through the storage manager and converts;
+# - pg_basebackup (which verifies data checksums) succeeds, and a streaming
+#   standby and a copy started from the backup answer as the primary does:
+#   their pg_dumpall outputs are the same;
+# - an incremental backup combined with pg_combinebackup answers as the
+#   primary did, with compressed segments sent whole;
+# - after promoting the standby and writing on both sides, pg_rewind brings
+#   the old primary back as a standby of the new one, with the same dump;
+# - amcheck (verify_heapam, bt_index_check with heapallindexed) is clean on
+#   every relation of every database, after each step.
+
+use strict;
+use warnings FATAL => 'all';
+
+use File::Copy;
+use File::Path qw(rmtree);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $magic = pack('H*', '50435331ffffff7f');
+
+my $primary = PostgreSQL::Test::Cluster->new('primary');
+$primary->init(allows_streaming => 1, extra => ['--data-checksums']);
+$primary->append_conf('postgresql.conf', qq(
+allow_in_place_tablespaces = on
+summarize_wal = on
+wal_keep_size = 256MB
+log_statement = none
+));
+$primary->start;
+
+# amcheck in every database made from now on
+$primary->safe_psql('template1', 'CREATE EXTENSION amcheck');
+$primary->safe_psql('postgres', q(
+CREATE EXTENSION amcheck;
+CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
+CREATE TABLE t (id int PRIMARY KEY USING INDEX TABLESPACE cts, k int, v text)
+	TABLESPACE cts;
+CREATE INDEX t_k ON t (k) TABLESPACE cts;
+INSERT INTO t SELECT g, g % 100, repeat(md5(g::text), 1 + g % 5)
+	FROM generate_series(1, 30000) g;
+CREATE TABLE p (id int PRIMARY KEY, v text);
+INSERT INTO p SELECT g, md5(g::text) FROM generate_series(1, 1000) g;
+CREATE TABLE inc (id int, v text) TABLESPACE cts;
+CREATE DATABASE plaindb;
+));
+$primary->safe_psql('plaindb', q(
+CREATE TABLE c (id int PRIMARY KEY, v text);
+INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 5000) g;
+));
+
+# relpath(NODE, DB, REL): the path of a relation's segment 0
+sub relpath
+{
+	my ($node, $db, $rel) = @_;
+	return $node->data_dir . '/'
+	  . $node->safe_psql($db, "SELECT pg_relation_filepath('$rel')");
+}
+
+# file_head(NODE, DB, REL): the first 8 bytes of a relation's segment 0
+sub file_head
+{
+	my ($node, $db, $rel) = @_;
+	my $path = relpath($node, $db, $rel);
+	open my $fh, '<:raw', $path or die "open $path: $!";
+	read $fh, my $head, 8;
+	close $fh;
+	return $head;
+}
+
+# compressed(NODE, DB, REL): is the relation stored compressed?
+sub compressed
+{
+	my ($node, $db, $rel) = @_;
+	return file_head($node, $db, $rel) eq $magic ? 'compressed' : 'plain';
+}
+
+# check_all(NODE, LABEL): amcheck on every permanent table and B-tree index
+# of every database
+sub check_all
+{
+	my ($node, $label) = @_;
+	my @dbs = split /\n/, $node->safe_psql('postgres',
+		'SELECT datname FROM pg_database WHERE datallowconn ORDER BY 1');
+	my $problems = 0;
+	my $checked = 0;
+	for my $db (@dbs)
+	{
+		my ($ret, $r, $err) = $node->psql($db, q(
+SELECT (SELECT count(*) FROM pg_class c, verify_heapam(c.oid)
+		WHERE c.relkind IN ('r', 'm', 't') AND c.relpersistence = 'p')
+	|| ' ' ||
+	(SELECT count(*) FROM (SELECT bt_index_check(c.oid, true)
+		FROM pg_class c JOIN pg_am a ON a.oid = c.relam
+		WHERE c.relkind = 'i' AND a.amname = 'btree' AND c.relpersistence = 'p') s)));
+		if ($ret != 0)
+		{
+			diag "$db: $err";
+			$problems++;
+			next;
+		}
+		my ($bad, $indexes) = split / /, $r;
+		$problems += $bad;
+		$checked += $indexes;
+	}
+	is($problems, 0, "$label: verify_heapam finds nothing in any database");
+	cmp_ok($checked, '>', 100,
+		"$label: bt_index_check with heapallindexed passes on every index");
+}
+
+# dumpall(NODE): pg_dumpall of the node, without the random \restrict key;
+# its errors if it fails (which then differ from any dump)
+sub dumpall
+{
+	my ($node) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'pg_dumpall', '--no-sync', '-d', $node->connstr('postgres') ],
+		'>', \$out, '2>', \$err)
+	  or return "pg_dumpall failed: $err";
+	$out =~ s/^\\(un)?restrict .*$//mg;
+	return $out;
+}
+
+# An incremental backup sends the 8 kB blocks the WAL summaries name, by
+# offset, from files whose size is a multiple of 8 kB.  Grow inc until its
+# compressed segment has such a size, so that only knowing the format keeps
+# it whole.
+my $incpath = relpath($primary, 'postgres', 'inc');
+my $steps = 0;
+while ((-s $incpath) % 8192 != 0)
+{
+	die "inc never reached a size that is a multiple of 8 kB (pcs growth policy changed?)"
+	  if ++$steps > 300;
+	my $rows = ((-s $incpath) < 2101248 + 1000 * 512) ? 3000 : 60;
+	$primary->safe_psql('postgres', qq(
+INSERT INTO inc SELECT g, md5(g::text) || g FROM generate_series(1, $rows) g;
+CHECKPOINT;
+));
+}
+note "inc: " . (-s $incpath) . " bytes after $steps steps";
+
+check_all($primary, 'primary');
+
+# A base backup verifies data checksums; compressed segments are sent whole.
+my $backup_dir = $primary->backup_dir . '/base';
+my ($out, $err) = ('', '');
+ok( IPC::Run::run(
+		[ 'pg_basebackup', '-D', $backup_dir, '-d', $primary->connstr('postgres'),
+		  '-X', 'stream', '-c', 'fast', '--no-sync' ],
+		'>', \$out, '2>', \$err),
+	'pg_basebackup with checksum verification succeeds');
+unlike($err, qr/checksum/, 'and says nothing about checksums');
+my $tcopy = "$backup_dir/"
+  . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('t')");
+ok(-s $tcopy > 2101248 && (stat $tcopy)[12] * 512 < (-s $tcopy) - 1024 * 1024,
+	'the backup\'s copy of a compressed segment keeps its 2 MB map sparse');
+my $dump_at_backup = dumpall($primary);
+
+my $copy = PostgreSQL::Test::Cluster->new('copy');
+$copy->init_from_backup($primary, 'base');
+$copy->start;
+is(dumpall($copy), $dump_at_backup, 'a copy started from the backup dumps as the primary');
+check_all($copy, 'copy from the backup');
+$copy->stop;
+$copy->clean_node;
+
+my $standby = PostgreSQL::Test::Cluster->new('standby');
+$standby->init_from_backup($primary, 'base', has_streaming => 1);
+$standby->start;
+
+# Changes after the backup, for the incremental one and the standby.
+$primary->safe_psql('postgres', q(
+UPDATE t SET v = v || 'u' WHERE id % 50 = 0;
+INSERT INTO t SELECT g, g % 100, md5(g::text) FROM generate_series(30001, 32000) g;
+CREATE TABLE t2 TABLESPACE cts AS SELECT * FROM t WHERE id < 3000;
+UPDATE inc SET v = 'changed' WHERE ctid = '(0,1)';
+CHECKPOINT;
+));
+
+my $incr_dir = $primary->backup_dir . '/incr';
+$primary->command_ok(
+	[ 'pg_basebackup', '-D', $incr_dir, '-d', $primary->connstr('postgres'),
+	  '-X', 'stream', '-c', 'fast', '--no-sync',
+	  '--incremental', "$backup_dir/backup_manifest" ],
+	'an incremental backup succeeds');
+my $dump_at_incr = dumpall($primary);
+my $increl = $primary->safe_psql('postgres', "SELECT pg_relation_filepath('inc')");
+ok(-f "$incr_dir/$increl", 'the compressed segment is in the incremental backup whole');
+$increl =~ s{/(\d+)$}{/INCREMENTAL.$1};
+ok(!-e "$incr_dir/$increl", 'and not as an incremental file');
+my $combined_dir = $primary->backup_dir . '/combined';
+command_ok([ 'pg_combinebackup', '--no-sync', '-o', $combined_dir, $backup_dir, $incr_dir ],
+	'pg_combinebackup combines them');
+my $inccopy = "$combined_dir/"
+  . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('inc')");
+ok(-s $inccopy > 2101248 && (stat $inccopy)[12] * 512 < (-s $inccopy) - 1024 * 1024,
+	'the combined copy of a compressed segment keeps its 2 MB map sparse');
+my $combined = PostgreSQL::Test::Cluster->new('combined');
+$combined->init_from_backup($primary, 'combined');
+$combined->start;
+is(dumpall($combined), $dump_at_incr,
+	'a copy started from the combined backup dumps as the primary');
+check_all($combined, 'copy from the combined backup');
+$combined->stop;
+$combined->clean_node;
+rmtree($primary->backup_dir);
+
+$primary->wait_for_catchup($standby);
+is(dumpall($standby), dumpall($primary), 'the standby dumps as the primary');
+check_all($standby, 'standby');
+
+# Whole-database copies, both ways, replayed by the standby.
+$primary->safe_psql('postgres', q(
+CREATE DATABASE cdb TABLESPACE cts;
+));
+$primary->safe_psql('cdb', q(
+CREATE TABLE c (id int PRIMARY KEY, v text);
+INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 5000) g;
+CREATE SEQUENCE s;
+CHECKPOINT;
+));
+$primary->safe_psql('postgres', q(
+CREATE DATABASE fc_to_plain TEMPLATE cdb TABLESPACE pg_default STRATEGY FILE_COPY;
+CREATE DATABASE fc_to_cts TEMPLATE plaindb TABLESPACE cts STRATEGY FILE_COPY;
+CREATE DATABASE wl_to_plain TEMPLATE cdb TABLESPACE pg_default STRATEGY WAL_LOG;
+CREATE DATABASE wl_to_cts TEMPLATE plaindb TABLESPACE cts STRATEGY WAL_LOG;
+CREATE DATABASE mv_to_plain TEMPLATE cdb;
+CREATE DATABASE mv_to_cts TEMPLATE plaindb;
+ALTER DATABASE mv_to_plain SET TABLESPACE pg_default;
+ALTER DATABASE mv_to_cts SET TABLESPACE cts;
+CHECKPOINT;
+));
+$primary->wait_for_catchup($standby);
+for my $node ($primary, $standby)
+{
+	my $n = $node->name;
+	is(compressed($node, 'cdb', 'c'), 'compressed', "$n: the source in cts is compressed");
+	is(compressed($node, 'plaindb', 'c'), 'plain', "$n: the source in pg_default is not");
+	is(compressed($node, 'fc_to_plain', 'c'), 'compressed',
+		"$n: FILE_COPY into pg_default copies compressed files verbatim");
+	is(compressed($node, 'fc_to_cts', 'c'), 'plain',
+		"$n: FILE_COPY into cts copies plain files verbatim");
+	is(compressed($node, 'wl_to_plain', 'c'), 'plain',
+		"$n: WAL_LOG into pg_default decompresses");
+	is(compressed($node, 'wl_to_cts', 'c'), 'compressed',
+		"$n: WAL_LOG into cts compresses");
+	is(compressed($node, 'mv_to_plain', 'c'), 'compressed',
+		"$n: ALTER DATABASE SET TABLESPACE pg_default keeps compressed files");
+	is(compressed($node, 'mv_to_cts', 'c'), 'plain',
+		"$n: ALTER DATABASE SET TABLESPACE cts keeps plain files");
+}
+my $sum = q(SELECT count(*), md5(string_agg(id || v, ',' ORDER BY id)) FROM c);
+my $expect = $primary->safe_psql('cdb', $sum);
+for my $db (qw(plaindb fc_to_plain fc_to_cts wl_to_plain wl_to_cts mv_to_plain mv_to_cts))
+{
+	is($primary->safe_psql($db, $sum), $expect, "$db reads back");
+}
+
+# A verbatim copy keeps the map of a compressed segment sparse.
+my $src = relpath($primary, 'cdb', 'c');
+my $dst = relpath($primary, 'fc_to_plain', 'c');
+is(-s $dst, -s $src, 'the FILE_COPY copy of a compressed segment has its length');
+cmp_ok(((stat $dst)[12] - (stat $src)[12]) * 512, '<=', 64 * 1024,
+	'and the 2 MB of its map stay sparse: the copy takes at most 64 kB more');
+
+# Writes into the copies, new relations in them, and moves back.
+for my $db (qw(fc_to_plain fc_to_cts mv_to_plain mv_to_cts))
+{
+	$primary->safe_psql($db, q(
+UPDATE c SET v = v || '+' WHERE id % 10 = 0;
+CREATE TABLE n (id int PRIMARY KEY, v text);
+INSERT INTO n SELECT g, md5(g::text) FROM generate_series(1, 2000) g;
+CHECKPOINT;
+));
+}
+is(compressed($primary, 'mv_to_plain', 'n'), 'plain',
+	'a new table of a database moved to pg_default is plain');
+is(compressed($primary, 'mv_to_cts', 'n'), 'compressed',
+	'a new table of a database moved to cts is compressed');
+$primary->safe_psql('postgres', q(
+ALTER DATABASE mv_to_plain SET TABLESPACE cts;
+ALTER DATABASE mv_to_cts SET TABLESPACE pg_default;
+));
+is(compressed($primary, 'mv_to_plain', 'c'), 'compressed', 'moved back: still compressed');
+is(compressed($primary, 'mv_to_plain', 'n'), 'plain', 'moved back: still plain');
+is(compressed($primary, 'mv_to_cts', 'n'), 'compressed',
+	'moved back: the compressed table stays compressed in pg_default');
+for my $db (qw(fc_to_plain fc_to_cts mv_to_plain mv_to_cts))
+{
+	is( $primary->safe_psql($db,
+			q(SELECT (SELECT count(*) FROM c WHERE v LIKE '%+') || ' ' || (SELECT count(*) FROM n))),
+		'500 2000', "$db reads back after writes and moves");
+}
+$primary->wait_for_catchup($standby);
+is(dumpall($standby), dumpall($primary),
+	'the standby dumps as the primary after the copies and moves');
+check_all($primary, 'primary after the copies and moves');
+check_all($standby, 'standby after the copies and moves');
+
+# pg_rewind copies every compressed segment of the target whole: keep the
+# compressed databases out of it, to keep the test short.
+$primary->safe_psql('postgres', q(
+DROP DATABASE cdb;
+DROP DATABASE fc_to_plain;
+DROP DATABASE wl_to_cts;
+DROP DATABASE mv_to_plain;
+));
+
+# Failover, writes on both sides, then pg_rewind of the old primary.
+$primary->wait_for_catchup($standby);
+$standby->promote;
+$standby->safe_psql('postgres', q(
+UPDATE t SET v = 'new primary' WHERE id % 97 = 0;
+INSERT INTO t SELECT g, 0, 'new primary' FROM generate_series(40001, 41000) g;
+));
+$standby->safe_psql('mv_to_cts', q(DELETE FROM n WHERE id > 1900));
+$primary->safe_psql('postgres', q(
+UPDATE t SET v = 'old primary' WHERE id % 89 = 0;
+INSERT INTO t SELECT g, 0, 'old primary' FROM generate_series(50001, 52000) g;
+DELETE FROM t WHERE id BETWEEN 1000 AND 1500;
+VACUUM t;
+UPDATE inc SET v = 'old primary' WHERE id % 10 = 0;
+));
+$primary->safe_psql('mv_to_cts', q(UPDATE n SET v = 'old primary' WHERE id < 1000));
+$primary->stop;
+$standby->safe_psql('postgres', 'CHECKPOINT');
+
+# pg_rewind copies the configuration files from the source: keep ours
+my $conf = $primary->data_dir . '/postgresql.conf';
+my $keep = $primary->basedir . '/postgresql.conf.keep';
+copy($conf, $keep) or die;
+command_ok(
+	[ 'pg_rewind', '--target-pgdata', $primary->data_dir,
+	  '--source-server', $standby->connstr('postgres'), '--no-sync' ],
+	'pg_rewind of the old primary');
+copy($keep, $conf) or die;
+$primary->enable_streaming($standby);
+$primary->start;
+$standby->safe_psql('postgres', q(INSERT INTO t VALUES (-1, 0, 'after rewind')));
+$standby->wait_for_catchup($primary);
+is( $primary->safe_psql('postgres', q(SELECT count(*) FROM t WHERE v = 'old primary')),
+	'0', 'the rewound node has none of the old primary\'s lost writes');
+is(dumpall($primary), dumpall($standby),
+	'the rewound old primary dumps as the new primary');
+check_all($primary, 'rewound old primary');
+
+$primary->stop;
+$standby->stop;
+done_testing();

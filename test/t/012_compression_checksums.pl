@@ -1,0 +1,194 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# pg_checksums on a cluster with compressed tablespaces:
+#
+# - --check verifies the page checksum of every page stored in a compressed
+#   segment (decompressed through the map), skips the tablespace's marker
+#   file, and exits non-zero on a flipped byte inside a compressed image
+#   and on a page whose checksum is wrong inside a sound image;
+# - --disable, writes without checksums, then --enable rewrites the
+#   images whose checksum changed: --check then passes, and the server
+#   (which verifies every page it reads) reads everything, amcheck clean;
+# - --enable refuses a damaged image before touching pg_control, so the
+#   cluster stays as it was.
+
+use strict;
+use warnings FATAL => 'all';
+
+use File::Copy;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $data_offset = 4096 + 131072 * 16;    # header block + map (README.pcs)
+
+my $node = PostgreSQL::Test::Cluster->new('checksums');
+$node->init(extra => ['--data-checksums']);
+$node->append_conf('postgresql.conf', qq(
+allow_in_place_tablespaces = on
+log_statement = none
+));
+$node->start;
+
+# t: compressible rows and a B-tree; r: random bytes, stored raw;
+# a database in the tablespace: catalogs, FSM and VM forks compressed.
+$node->safe_psql('postgres', q(
+CREATE EXTENSION amcheck;
+CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
+CREATE TABLE t (id int PRIMARY KEY USING INDEX TABLESPACE cts, v text)
+	TABLESPACE cts;
+INSERT INTO t SELECT g, repeat(md5(g::text), 3) FROM generate_series(1, 20000) g;
+CREATE TABLE r (id int, b bytea STORAGE PLAIN) TABLESPACE cts;
+-- 984 random bytes a row: eight rows fill a page, which cannot shrink
+INSERT INTO r SELECT g, substr((SELECT string_agg(decode(md5(g::text || i::text), 'hex'), ''::bytea)
+	FROM generate_series(1, 62) i), 1, 984) FROM generate_series(1, 300) g;
+CREATE DATABASE cdb TABLESPACE cts;
+VACUUM t;
+));
+$node->safe_psql('cdb', q(
+CREATE TABLE c AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 5000) g;
+VACUUM c;
+));
+$node->safe_psql('postgres', 'CHECKPOINT');
+my $tpath = $node->data_dir . '/'
+  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('t')");
+my $rpath = $node->data_dir . '/'
+  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('r')");
+$node->stop;
+
+# head(PATH): the first 8 bytes of a file
+sub head
+{
+	my ($path) = @_;
+	open my $fh, '<:raw', $path or die "open $path: $!";
+	read $fh, my $b, 8;
+	close $fh;
+	return $b;
+}
+# copies of a segment, kept outside the data directory
+my $keep = PostgreSQL::Test::Utils::tempdir();
+
+my $magic = pack('H*', '50435331ffffff7f');
+is(head($tpath), $magic, 'the table is stored compressed');
+is(head($rpath), $magic, 'so is the table of random bytes');
+
+# checksums(ARGS...): run pg_checksums on the node, return (exit, out, err)
+sub checksums
+{
+	my @args = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'pg_checksums', '-D', $node->data_dir, @args ],
+		'>', \$out, '2>', \$err);
+	return ($? >> 8, $out, $err);
+}
+
+my ($rc, $out, $err) = checksums('--check');
+is($rc, 0, 'pg_checksums --check passes on compressed segments')
+  or diag "$out\n$err";
+like($out, qr/Bad checksums:\s+0/, 'and reports no bad checksum');
+my ($scanned) = $out =~ /Blocks scanned:\s+(\d+)/;
+cmp_ok($scanned, '>', 100, 'it scanned the pages of the compressed relations');
+
+# entry(PATH, N): the map entry of block N as (first unit, stored bytes, flags)
+sub entry
+{
+	my ($path, $n) = @_;
+	open my $fh, '<:raw', $path or die;
+	seek $fh, 4096 + 16 * $n, 0;
+	read $fh, my $e, 16;
+	close $fh;
+	my ($first, $stored, $units, $flags) = unpack('V v C C', $e);
+	return ($first, $stored, $flags);
+}
+
+# flip(PATH, OFFSET): invert one byte of a file
+sub flip
+{
+	my ($path, $offset) = @_;
+	open my $fh, '+<:raw', $path or die;
+	seek $fh, $offset, 0;
+	read $fh, my $b, 1;
+	seek $fh, $offset, 0;
+	print $fh chr(ord($b) ^ 0xff);
+	close $fh;
+}
+
+my (undef, undef, $rflags) = entry($rpath, 0);
+is($rflags & 2, 2, 'random bytes are stored raw (and were checked as such)');
+
+# A byte flipped inside a compressed image.
+copy($tpath, "$keep/save") or die;
+my ($first, $stored) = entry($tpath, 3);
+flip($tpath, $data_offset + $first * 512 + int($stored / 2));
+($rc, $out, $err) = checksums('--check');
+isnt($rc, 0, 'a flipped byte inside a compressed image fails --check');
+like($err,
+	qr/invalid compressed page in file "[^"]+", block 3: checksum mismatch in the compressed image/,
+	'naming the file, the block and the reason');
+like($out, qr/Bad checksums:\s+1/, 'one bad block is counted');
+copy("$keep/save", $tpath) or die;
+
+# Checksums off, pages written without them, checksums on again.
+($rc, $out, $err) = checksums('--disable');
+is($rc, 0, 'pg_checksums --disable') or diag $err;
+$node->start;
+$node->safe_psql('postgres', q(
+UPDATE t SET v = v || 'x' WHERE id % 7 = 0;
+INSERT INTO t SELECT g, md5(g::text) FROM generate_series(20001, 22000) g;
+));
+$node->safe_psql('cdb', 'UPDATE c SET v = upper(v) WHERE id % 3 = 0');
+my $before = $node->safe_psql('postgres',
+	q(SELECT count(*), md5(string_agg(id || v, ',' ORDER BY id)) FROM t));
+$node->stop;
+copy($tpath, "$keep/nochecksums") or die;
+
+# --enable refuses a damaged image and leaves the cluster as it was.
+($first, $stored) = entry($tpath, 3);
+flip($tpath, $data_offset + $first * 512 + int($stored / 2));
+($rc, $out, $err) = checksums('--enable');
+isnt($rc, 0, '--enable refuses a cluster with a damaged compressed image');
+like($err, qr/cannot enable checksums: invalid compressed page in file "[^"]+", block 3/,
+	'saying which page');
+my $pgdata = $node->data_dir;
+like(`pg_controldata $pgdata`, qr/Data page checksum version:\s+0/,
+	'data checksums are still off');
+copy("$keep/nochecksums", $tpath) or die;
+
+($rc, $out, $err) = checksums('--enable');
+is($rc, 0, 'pg_checksums --enable rewrites compressed segments') or diag $err;
+like($out, qr/Files written:\s+[1-9]/, 'and writes some');
+($rc, $out, $err) = checksums('--check');
+is($rc, 0, '--check passes after --enable') or diag "$out\n$err";
+
+# A sound image whose page has the wrong checksum: the images written while
+# checksums were off, back under a cluster that has them on.
+copy($tpath, "$keep/enabled") or die;
+copy("$keep/nochecksums", $tpath) or die;
+($rc, $out, $err) = checksums('--check');
+isnt($rc, 0, 'a page checksum that does not match inside a sound image fails --check');
+like($err,
+	qr/checksum verification failed in file "[^"]+", block \d+: calculated checksum [0-9A-F]+ but block contains [0-9A-F]+/,
+	'with the page checksum error');
+copy("$keep/enabled", $tpath) or die;
+
+# The server verifies the checksum of every page it reads.
+$node->start;
+is($node->safe_psql('postgres', 'SHOW data_checksums'), 'on', 'checksums are on');
+is( $node->safe_psql('postgres',
+		q(SELECT count(*), md5(string_agg(id || v, ',' ORDER BY id)) FROM t)),
+	$before, 'the table reads back as it was written');
+is($node->safe_psql('postgres',
+		q(SELECT (SELECT count(*) FROM verify_heapam('t')) + (SELECT count(*) FROM verify_heapam('r')))),
+	'0', 'verify_heapam finds nothing');
+is($node->safe_psql('postgres', q(SELECT bt_index_check('t_pkey', true))),
+	'', 'bt_index_check with heapallindexed passes');
+is($node->safe_psql('cdb', q(SELECT count(*) FROM c WHERE id % 3 = 0 AND v = upper(v))),
+	'1666', 'the compressed database reads back');
+my $log_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'SELECT count(*) FROM r');
+ok(!$node->log_contains('checksum', $log_offset),
+	'no checksum complaint in the server log');
+$node->stop;
+
+done_testing();

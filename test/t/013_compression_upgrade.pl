@@ -1,0 +1,182 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# Compressed tablespaces through pg_dumpall and pg_upgrade:
+#
+# - pg_dumpall --tablespaces-only of a cluster with a compressed tablespace
+#   restores into a new cluster with the same compression settings;
+# - pg_upgrade to a cluster of the same catalog version refuses a cluster
+#   with tablespaces, compressed or not (upstream's rule: both clusters would
+#   use the same version directory), and leaves it intact;
+# - compressed files outside a compressed tablespace (a database moved to
+#   pg_default with ALTER DATABASE SET TABLESPACE keeps them) go through
+#   pg_upgrade --copy and --link: the new cluster reads them, they are
+#   still compressed (and --copy keeps their map sparse), pg_dumpall gives
+#   the same output, amcheck is clean.
+
+use strict;
+use warnings FATAL => 'all';
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $magic = pack('H*', '50435331ffffff7f');
+my $conf = qq(
+wal_log_hints = on
+log_statement = none
+);
+
+# file_head(NODE, DB, REL): the first 8 bytes of a relation's segment 0
+sub file_head
+{
+	my ($node, $db, $rel) = @_;
+	my $path = $node->data_dir . '/'
+	  . $node->safe_psql($db, "SELECT pg_relation_filepath('$rel')");
+	open my $fh, '<:raw', $path or die "open $path: $!";
+	read $fh, my $head, 8;
+	close $fh;
+	return $head;
+}
+
+# dumpall(NODE, ARGS...): pg_dumpall output, without the random \restrict key
+sub dumpall
+{
+	my ($node, @args) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'pg_dumpall', '--no-sync', '-d', $node->connstr('postgres'), @args ],
+		'>', \$out, '2>', \$err)
+	  or return "pg_dumpall failed: $err";
+	$out =~ s/^\\(un)?restrict .*$//mg;
+	return $out;
+}
+
+my $old = PostgreSQL::Test::Cluster->new('old');
+$old->init;
+$old->append_conf('postgresql.conf', $conf);
+$old->start;
+
+my $location = PostgreSQL::Test::Utils::tempdir();
+$old->safe_psql('template1', 'CREATE EXTENSION amcheck');
+$old->safe_psql('postgres', qq(
+CREATE TABLESPACE cts LOCATION '$location'
+	WITH (compression = 'zstd', compression_level = 3, seq_page_cost = 1.5);
+CREATE DATABASE cdb TABLESPACE cts;
+));
+$old->safe_psql('cdb', q(
+CREATE TABLE c (id int PRIMARY KEY, v text);
+INSERT INTO c SELECT g, repeat(md5(g::text), 1 + g % 3) FROM generate_series(1, 20000) g;
+CREATE INDEX c_v ON c (v);
+CHECKPOINT;
+));
+is(file_head($old, 'cdb', 'c'), $magic, 'the table is compressed');
+
+# pg_dumpall --tablespaces-only, restored into a new cluster elsewhere.
+my $globals = dumpall($old, '--tablespaces-only');
+like($globals, qr/CREATE TABLESPACE cts .* WITH \(compression=zstd, compression_level=3, seq_page_cost=1.5\);/,
+	'pg_dumpall writes the options into CREATE TABLESPACE');
+my $location2 = PostgreSQL::Test::Utils::tempdir();
+$globals =~ s/\Q$location\E/$location2/g;
+my $restore = PostgreSQL::Test::Cluster->new('restore');
+$restore->init;
+$restore->append_conf('postgresql.conf', $conf);
+$restore->start;
+my ($ret, $out, $err) = $restore->psql('postgres', $globals, on_error_stop => 1);
+is($ret, 0, 'the tablespaces restore without error') or diag $err;
+is( $restore->safe_psql('postgres',
+		"SELECT array_to_string(spcoptions, ',') FROM pg_tablespace WHERE spcname = 'cts'"),
+	'compression=zstd,compression_level=3,seq_page_cost=1.5',
+	'the restored tablespace has the same options');
+$restore->safe_psql('postgres', q(
+CREATE TABLE r TABLESPACE cts AS SELECT g FROM generate_series(1, 1000) g;
+CHECKPOINT;
+));
+is(file_head($restore, 'postgres', 'r'), $magic,
+	'and stores its tables compressed');
+$restore->stop;
+
+# upgrade(NEW, MODE, ARGS...): run pg_upgrade from the old cluster to NEW;
+# returns (exit status, stdout)
+sub upgrade
+{
+	my ($new, $mode, @args) = @_;
+	my ($stdout, $stderr) = ('', '');
+	my $bindir = $old->config_data('--bindir');
+	# pg_upgrade writes into its working directory
+	my $cwd = PostgreSQL::Test::Utils::tempdir();
+	IPC::Run::run(
+		[
+			'pg_upgrade', '--no-sync',
+			'-d', $old->data_dir, '-D', $new->data_dir,
+			'-b', $bindir, '-B', $bindir,
+			'-s', $new->host, '-p', $old->port, '-P', $new->port,
+			$mode, @args
+		],
+		'>', \$stdout, '2>', \$stderr, init => sub { chdir $cwd });
+	return ($? >> 8, $stdout . $stderr);
+}
+
+# A cluster with tablespaces cannot be upgraded to the same catalog
+# version: both clusters would use the same PG_17_<catversion> directory.
+$old->stop;
+my $new1 = PostgreSQL::Test::Cluster->new('new1');
+$new1->init;
+$new1->append_conf('postgresql.conf', $conf);
+my ($rc, $output) = upgrade($new1, '--copy', '--check');
+isnt($rc, 0, 'pg_upgrade --check to the same release refuses a tablespace');
+like($output, qr/Cannot upgrade to\/from the same system catalog version when\s+using tablespaces/,
+	'with upstream\'s reason');
+$old->start;
+is($old->safe_psql('cdb', 'SELECT count(*) FROM c'), '20000',
+	'the old cluster is intact');
+
+# Compressed files in pg_default: move the database out, drop the tablespace.
+$old->safe_psql('postgres', q(
+ALTER DATABASE cdb SET TABLESPACE pg_default;
+DROP TABLESPACE cts;
+));
+is(file_head($old, 'cdb', 'c'), $magic, 'the moved table is still compressed');
+is(file_head($old, 'cdb', 'c_v'), $magic, 'and so is its index');
+my $sum = q(SELECT count(*), md5(string_agg(id || v, ',' ORDER BY id)) FROM c);
+my $expect = $old->safe_psql('cdb', $sum);
+my $dump = dumpall($old);
+$old->stop;
+
+# check_new(NODE, LABEL): the upgraded cluster reads the compressed files
+sub check_new
+{
+	my ($node, $label) = @_;
+	is(file_head($node, 'cdb', 'c'), $magic, "$label: the table is still compressed");
+	is($node->safe_psql('cdb', $sum), $expect, "$label: it reads back");
+	is( $node->safe_psql('cdb',
+			q(SELECT (SELECT count(*) FROM verify_heapam('c')) || ' ' || bt_index_check('c_v', true) || bt_index_check('c_pkey', true))),
+		'0 ', "$label: amcheck is clean");
+	is(dumpall($node), $dump, "$label: pg_dumpall gives the same output");
+	$node->safe_psql('cdb', q(
+UPDATE c SET v = 'upgraded' WHERE id % 100 = 0;
+CHECKPOINT;
+));
+	is($node->safe_psql('cdb', q(SELECT count(*) FROM c WHERE v = 'upgraded')),
+		'200', "$label: it takes writes");
+}
+
+($rc, $output) = upgrade($new1, '--copy');
+is($rc, 0, 'pg_upgrade --copy') or diag $output;
+$new1->start;
+my $copied = $new1->data_dir . '/'
+  . $new1->safe_psql('cdb', "SELECT pg_relation_filepath('c')");
+ok(-s $copied > 2101248 && (stat $copied)[12] * 512 < (-s $copied) - 1024 * 1024,
+	'the copy of a compressed segment keeps its 2 MB map sparse');
+check_new($new1, 'copy');
+$new1->stop;
+
+my $new2 = PostgreSQL::Test::Cluster->new('new2');
+$new2->init;
+$new2->append_conf('postgresql.conf', $conf);
+($rc, $output) = upgrade($new2, '--link');
+is($rc, 0, 'pg_upgrade --link') or diag $output;
+$new2->start;
+check_new($new2, 'link');
+$new2->stop;
+
+done_testing();
