@@ -11,8 +11,9 @@
 # alternately (the order swaps every round), DURATION seconds each; then
 # the same for a read-only pgbench script on item (tpcc_ro.sql).  Per run:
 # TPS, New-Orders committed, WAL bytes, MultiXacts created, heap row-lock WAL
-# records on item (and those that set a MultiXact), all lock records, lock
-# waits longer than deadlock_timeout (log_lock_waits; those on item apart).
+# records on item (and those that set a MultiXact, and their bytes), all
+# lock records, lock waits longer than deadlock_timeout (log_lock_waits;
+# those on item apart).
 # Raw lines and a summary with medians go to stdout.
 #
 #   test/bench/refdata/tpcc.sh [DURATION [ROUNDS [THREADS...]]]
@@ -161,7 +162,7 @@ one_run()
 	m0=$(next_mxid)
 	o0=$(psql -d "$db" -c "SELECT sum(d_next_o_id) FROM district1")
 	log0=$(stat -c %s "$WORK/server.log")
-	w0=$(psql -d postgres -c "SELECT pg_current_wal_lsn()")
+	w0=$(psql -d postgres -c "SELECT pg_current_wal_insert_lsn()")
 	if [ "$kind" = tpcc ]; then
 		out=$(sb "$db" --threads="$th" --time="$secs" --report-interval=0 run 2>&1) ||
 			{ echo "$out" >&2; return 1; }
@@ -178,31 +179,36 @@ one_run()
 		err=$(echo "$out" | sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p')
 		tps=$(echo "$out" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
 	fi
-	w1=$(psql -d postgres -c "SELECT pg_current_wal_lsn()")
+	w1=$(psql -d postgres -c "SELECT pg_current_wal_insert_lsn()")
 	o1=$(psql -d "$db" -c "SELECT sum(d_next_o_id) FROM district1")
 	wal=$(psql -d postgres -c "SELECT pg_wal_lsn_diff('$w1', '$w0')::bigint")
+	# the checkpoint also flushes the run's WAL, which pg_walinspect reads only
+	# once flushed (wal_keep_size keeps it)
+	m1=$(next_mxid)
 	# row-lock records of the run: on item, on item with a MultiXact, on any table;
-	# and all records that touch item (heap writes a lock record per foreign-key check)
-	recs=$(psql -d postgres -F ' ' -c "SELECT
+	# all records that touch item (heap writes a lock record per foreign-key check);
+	# the bytes of item's lock records, full-page images included
+	recs="0 0 0 0 0"
+	[ "$wal" -gt 0 ] && recs=$(psql -d postgres -F ' ' -c "SELECT
 			count(*) FILTER (WHERE is_lock AND on_item),
 			count(*) FILTER (WHERE is_lock AND on_item AND description LIKE '%IS_MULTI%'),
 			count(*) FILTER (WHERE is_lock),
-			count(*) FILTER (WHERE on_item)
+			count(*) FILTER (WHERE on_item),
+			coalesce(sum(record_length) FILTER (WHERE is_lock AND on_item), 0)
 		FROM (SELECT record_type IN ('LOCK', 'LOCK_UPDATED') AND resource_manager IN ('Heap', 'Heap2') AS is_lock,
-				reldatabase = $dboid AND relfilenode = $fn AS on_item, description
+				reldatabase = $dboid AND relfilenode = $fn AS on_item, description, record_length
 			FROM pg_get_wal_block_info('$w0', '$w1', false)) b")
 	waits=$(lock_waits "$log0")
-	m1=$(next_mxid)
-	printf '%-6s %-8s %3s %2s %10s %8s %6s %7s %12s %8s %10s %10s %10s %10s %6s %6s\n' \
+	printf '%-6s %-8s %3s %2s %10s %8s %6s %7s %12s %8s %10s %10s %10s %10s %12s %6s %6s\n' \
 		"$kind" "$am" "$th" "$r" "$tps" "$tx" "$err" $((o1 - o0)) "$wal" $((m1 - m0)) \
 		$recs $waits
 }
 
 hdr()
 {
-	printf '%-6s %-8s %3s %2s %10s %8s %6s %7s %12s %8s %10s %10s %10s %10s %6s %6s\n' \
+	printf '%-6s %-8s %3s %2s %10s %8s %6s %7s %12s %8s %10s %10s %10s %10s %12s %6s %6s\n' \
 		kind item thr rnd tps xacts errors neword wal_bytes multixact \
-		lock_item lock_imulti lock_all recs_item waits wait_i
+		lock_item lock_imulti lock_all recs_item lockb_item waits wait_i
 }
 
 hdr | tee "$WORK/raw"
@@ -234,9 +240,12 @@ for kind in tpcc ro; do
 			no=$(median $(col 8 | awk -v s="$secs" '{ printf "%.1f\n", $1 / s }'))
 			wpx=$(median $(awk -v k="$kind" -v a="$am" -v t="$th" '$1 == k && $2 == a && $3 == t { printf "%.0f\n", $9 / $6 }' "$WORK/raw"))
 			printf '%-6s %3s %-8s %10s %9s %10s %10s %10s %8s\n' "$kind" "$th" "$am" "$tps" "$no" "$wpx" \
-				"$(median $(col 10))" "$(median $(col 11))" "$(median $(col 15))"
+				"$(median $(col 10))" "$(median $(col 11))" "$(median $(col 16))"
 			eval "s_${am}_tps=$tps s_${am}_wpx=$wpx"
+			# WAL per transaction over all rounds: less sensitive to a slow run, in
+			# which the full-page images after the checkpoint weigh more
+			eval "s_${am}_agg=$(awk -v k="$kind" -v a="$am" -v t="$th" '$1 == k && $2 == a && $3 == t { w += $9; x += $6 } END { printf "%.0f", x ? w / x : 0 }' "$WORK/raw")"
 		done
-		echo "$kind $th threads: refdata/heap TPS $(awk -v a="$s_refdata_tps" -v b="$s_heap_tps" 'BEGIN { printf "%.3f", a / b }'), WAL per transaction $(awk -v a="$s_refdata_wpx" -v b="$s_heap_wpx" 'BEGIN { printf "%.3f", a / b }')"
+		echo "$kind $th threads: refdata/heap TPS $(awk -v a="$s_refdata_tps" -v b="$s_heap_tps" 'BEGIN { printf "%.3f", a / b }'), WAL per transaction $(awk -v a="$s_refdata_wpx" -v b="$s_heap_wpx" 'BEGIN { if (b > 0) printf "%.3f", a / b; else printf "n/a" }'), all rounds' WAL per transaction $s_heap_agg vs $s_refdata_agg"
 	done
 done
