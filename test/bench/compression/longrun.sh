@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+#
+# longrun.sh: how a compressed tablespace's size behaves under a long
+# update-heavy load, and what reclaiming garbage brings back.
+#
+#   test/bench/compression/longrun.sh [RESULTS.md]
+#
+# One throwaway cluster (build/bench/longrun): pgbench tables and indexes of
+# scale SCALE in a tablespace WITH (compression = 'zstd'), then pgbench's
+# built-in TPC-B-like script (three UPDATEs and an INSERT per transaction)
+# from CLIENTS clients for DURATION seconds, autovacuum on.  Every SAMPLE
+# seconds the physical bytes of the tablespace, the logical bytes, the
+# garbage bytes (units referenced by no block, from the pgstrata extension)
+# and the transactions so far are recorded.  At the end: a checkpoint, the
+# sizes, VACUUM FULL of the four tables (the documented way to reclaim
+# garbage), the sizes again, and the same rows loaded afresh into new
+# compressed tables for comparison.
+#
+# Environment: SCALE (20), CLIENTS (8), DURATION (1800), SAMPLE (60).
+
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/../../.." && pwd)
+. "$TOP/test/lib.sh"
+BIN=$TOP/build/install/bin
+WORK=$TOP/build/bench/longrun
+OUT=${1:-/dev/stdout}
+SCALE=${SCALE:-20}
+CLIENTS=${CLIENTS:-8}
+DURATION=${DURATION:-1800}
+SAMPLE=${SAMPLE:-60}
+export SCALE CLIENTS DURATION SAMPLE
+
+if [ "$(id -u)" = 0 ]; then
+	bench_as_test_user "$WORK" "$OUT" "$0"
+	exit
+fi
+
+mkdir -p "$WORK"
+bench_cluster "$WORK"
+cat >>"$WORK/data/postgresql.conf" <<EOF
+shared_buffers = 256MB
+checkpoint_timeout = 5min
+max_connections = 50
+EOF
+"$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null
+stop() { "$BIN/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1 || true; }
+trap stop EXIT
+psql() { "$BIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -v ON_ERROR_STOP=1 "$@" postgres; }
+
+psql -c "CREATE TABLESPACE cts LOCATION '$WORK/cts' WITH (compression = 'zstd')" \
+	-c "CREATE EXTENSION pgstrata"
+"$BIN/pgbench" -h 127.0.0.1 -p "$port" -i -q -s "$SCALE" --tablespace=cts \
+	--index-tablespace=cts postgres >"$WORK/init.log" 2>&1
+
+# sizes: "physical logical garbage slack stored" in bytes over the
+# tablespace's relations (SIZES), after a checkpoint
+SIZES="SELECT pg_tablespace_size('cts'), sum(logical_bytes), sum(garbage_bytes),
+	sum(slack_bytes), sum(stored_bytes)
+FROM pgstrata_compression WHERE tablespace = 'cts'"
+sizes() { psql -F ' ' -c "CHECKPOINT" -c "$SIZES"; }
+mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+xacts() { psql -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'"; }
+
+read -r fresh_phys fresh_log fresh_garb fresh_slack fresh_stored < <(sizes)
+start_xacts=$(xacts)
+
+"$BIN/pgbench" -h 127.0.0.1 -p "$port" -c "$CLIENTS" -j 2 -T "$DURATION" \
+	postgres >"$WORK/pgbench.log" 2>&1 &
+bench=$!
+
+curve=""
+t=0
+while kill -0 "$bench" 2>/dev/null; do
+	sleep "$SAMPLE"
+	t=$((t + SAMPLE))
+	kill -0 "$bench" 2>/dev/null || break
+	read -r phys log garb slack stored < <(psql -F ' ' -c "$SIZES")
+	x=$(($(xacts) - start_xacts))
+	curve+="| $t | $x | $(mb "$log") | $(mb "$phys") | $(mb "$stored") | $(mb "$slack") | $(mb "$garb") | $(awk -v p="$phys" -v f="$fresh_phys" 'BEGIN { printf "%.2f", p / f }') |"$'\n'
+done
+wait "$bench"
+tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$WORK/pgbench.log" | head -1)
+
+read -r end_phys end_log end_garb end_slack end_stored < <(sizes)
+psql -c "VACUUM FULL pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history"
+read -r full_phys full_log full_garb full_slack full_stored < <(sizes)
+
+# The same rows loaded afresh into new compressed tables, with the same indexes.
+psql -c "CREATE SCHEMA fresh" -c "
+CREATE TABLE fresh.a TABLESPACE cts AS SELECT * FROM pgbench_accounts;
+CREATE TABLE fresh.b TABLESPACE cts AS SELECT * FROM pgbench_branches;
+CREATE TABLE fresh.t TABLESPACE cts AS SELECT * FROM pgbench_tellers;
+CREATE TABLE fresh.h TABLESPACE cts AS SELECT * FROM pgbench_history;
+ALTER TABLE fresh.a ADD PRIMARY KEY (aid) USING INDEX TABLESPACE cts;
+ALTER TABLE fresh.b ADD PRIMARY KEY (bid) USING INDEX TABLESPACE cts;
+ALTER TABLE fresh.t ADD PRIMARY KEY (tid) USING INDEX TABLESPACE cts;
+CHECKPOINT"
+relsize()
+{
+	psql -c "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind = 'r' AND n.nspname = '$1'"
+}
+reclaimed=$(relsize public)
+reloaded=$(relsize fresh)
+
+{
+	echo "# Compressed tablespace under a long update-heavy load"
+	echo
+	echo "- command: \`test/bench/compression/longrun.sh\` (SCALE=$SCALE CLIENTS=$CLIENTS DURATION=$DURATION SAMPLE=$SAMPLE)"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "- machine: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r); pgbench and the server on the same machine"
+	echo "- server: $("$BIN/postgres" --version); shared_buffers 256MB, checkpoint_timeout 5min, autovacuum on; tablespace WITH (compression = 'zstd'), level 1"
+	echo "- load: pgbench built-in TPC-B-like, $CLIENTS clients, $DURATION s, $tps TPS"
+	echo
+	echo "Sizes in MiB. physical: pg_tablespace_size('cts'); logical: blocks x 8 kB;"
+	echo "the rest from pgstrata_compression: stored, the bytes of the page images;"
+	echo "slack, units allocated to images beyond their size (rounding to 512 bytes,"
+	echo "and the quarter more a page gets once it has grown); garbage, units no"
+	echo "block references.  Physical also counts the maps and the growth reserve."
+	echo
+	echo "| when | physical | logical | stored | slack | garbage |"
+	echo "|---|---:|---:|---:|---:|---:|"
+	echo "| fresh load | $(mb "$fresh_phys") | $(mb "$fresh_log") | $(mb "$fresh_stored") | $(mb "$fresh_slack") | $(mb "$fresh_garb") |"
+	echo "| end of run | $(mb "$end_phys") | $(mb "$end_log") | $(mb "$end_stored") | $(mb "$end_slack") | $(mb "$end_garb") |"
+	echo "| after VACUUM FULL | $(mb "$full_phys") | $(mb "$full_log") | $(mb "$full_stored") | $(mb "$full_slack") | $(mb "$full_garb") |"
+	echo
+	echo "After VACUUM FULL, the four tables with their indexes take $(mb "$reclaimed") MiB;"
+	echo "the same rows loaded afresh into new compressed tables with the same"
+	echo "primary keys take $(mb "$reloaded") MiB: ratio $(awk -v a="$reclaimed" -v b="$reloaded" 'BEGIN { printf "%.3f", a / b }')."
+	echo
+	echo "The curve (every $SAMPLE s; no checkpoint forced, so recent writes may"
+	echo "still sit in shared buffers):"
+	echo
+	echo "| seconds | transactions | logical | physical | stored | slack | garbage | physical / fresh |"
+	echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+	printf '%s' "$curve"
+} >"$OUT"
