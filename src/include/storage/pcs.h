@@ -20,6 +20,7 @@
 #include "storage/pcs_format.h"
 #include "storage/relfilelocator.h"
 #include "storage/smgr.h"
+#include "utils/guc.h"
 
 /* In a tablespace's version directory: its compression settings */
 #define PCS_MARKER_FILE		"pgstrata_compression"
@@ -93,5 +94,10 @@ extern void pcs_redo_tablespace(struct XLogReaderState *record,
 								Oid tablespaceoid);
 extern void pcs_remove_tablespace_marker(const char *versiondir, bool redo);
 extern void pcs_check_alter_tablespace(const char *name, List *options);
+
+/* pcs_debug_force_compression (pcs_tablespace.c) */
+extern PGDLLIMPORT int pcs_debug_force_compression;
+extern PGDLLIMPORT const struct config_enum_entry pcs_force_compression_options[];
+extern bool pcs_forced_settings(PcsAlgorithm *algorithm, int *level);
 
 #endif							/* PCS_H */

@@ -847,8 +847,9 @@ pcs_close(SMgrRelation reln, ForkNumber forknum)
 }
 
 /*
- * pcs_create: create a fork, compressed if its tablespace is.  In redo the
- * file may exist already; an empty one gets its header now.
+ * pcs_create: create a fork, compressed if its tablespace is (or if
+ * pcs_debug_force_compression says so).  In redo the file may exist
+ * already; an empty one gets its header now.
  */
 void
 pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
@@ -859,7 +860,8 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 	File		vfd;
 
 	if (!pcs_tablespace_settings(reln->smgr_rlocator.locator.spcOid,
-								 &algorithm, &level))
+								 &algorithm, &level) &&
+		!pcs_forced_settings(&algorithm, &level))
 	{
 		mdcreate(reln, forknum, isRedo);
 		return;

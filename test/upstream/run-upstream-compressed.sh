@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+#
+# run-upstream-compressed.sh: run upstream PostgreSQL's own suites with every
+# relation stored compressed: the core regression suite, the isolation suite,
+# the contrib suites and the recovery TAP suite (the last with
+# wal_consistency_checking = all).
+#
+# How compression is forced: the developer option pcs_debug_force_compression
+# (patch 0008) makes the storage manager create every new relation fork
+# compressed, in every tablespace (pg_default and pg_global included).  Every
+# server of the run gets it through TEMP_CONFIG, upstream's hook, with
+# full_page_writes and wal_log_hints, which compressed storage needs.  So
+# every relation a suite creates is compressed, and so is every relation of
+# the databases pg_regress creates (CREATE DATABASE copies the template
+# relation by relation into new, compressed, forks); the catalogs initdb
+# creates (template0, template1, postgres, and pg_global until a test
+# rewrites one) stay plain, because the suites copy one initdb template.
+# PCS_FORCE_INITDB=1 gives the option to initdb too
+# (PG_TEST_INITDB_EXTRA_OPTS), so that those are compressed as well; that
+# costs an initdb per cluster and much disk: initdb copies template1 into
+# template0 and postgres file by file, which fills each compressed fork's
+# sparse 2 MB map with zeros (see test/upstream/compressed-differences.md).
+#
+# A run that silently stores nothing compressed fails: the core and isolation
+# suites end with a check that reads the first bytes of every relation file
+# of their database and of pg_global (test/upstream/compressed/), and the
+# data directories the recovery suite leaves are scanned the same way
+# (count-compressed.pl): every relation file created after initdb must be
+# compressed.
+#
+# Differences from upstream's expected output that must remain are listed, with
+# their reasons, in test/upstream/compressed-differences.md, and stored as
+# unified diffs against upstream's expected files in
+# test/upstream/compressed/regress/*.diff.  The runner applies them to copies
+# of upstream's files in build/upstream-compressed/expected/ and points
+# pg_regress there with --expecteddir (which falls back to upstream's own
+# file for every other test): exactly those differences are accepted, and a
+# diff that no longer applies to upstream's file is an error.
+#
+# Called by `make check-upstream-compressed`.  Environment:
+#   SUITES       which suites (default: "regress isolation contrib recovery")
+#   PCS_FORCE    the algorithm: zstd (default) or lz4
+#   PCS_FORCE_INITDB  1: initdb's catalogs compressed too (slow, disk-hungry)
+#   JOBS         parallel make and prove jobs (default 2)
+#
+# Ends with "upstream-compressed: N passed, N failed, N skipped" and the wall
+# time of each suite and of the whole run.
+
+set -uo pipefail
+
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+OBJ=$TOP/build/obj
+HERE=$TOP/test/upstream/compressed
+LOGDIR=$TOP/build/upstream-compressed
+SUITES=${SUITES:-regress isolation contrib recovery}
+PCS_FORCE=${PCS_FORCE:-zstd}
+PCS_FORCE_INITDB=${PCS_FORCE_INITDB:-0}
+JOBS=${JOBS:-2}
+. "$TOP/test/lib.sh"
+
+rm -rf "$LOGDIR"
+mkdir -p "$LOGDIR"
+start=$(date +%s)
+passed=0
+failed=0
+skipped=0
+failures=()
+
+# The suites write into the build tree; as root, they run as the test user.
+if [ "$(id -u)" = 0 ]; then
+	ensure_test_user || exit 1
+	chown -R "$TEST_USER:" "$OBJ"
+fi
+
+# What every server of the run gets.  Recovery runs also check every page
+# that redo touches against the full-page image the primary logged.
+conf=$LOGDIR/temp.conf
+cat >"$conf" <<EOF
+# written by test/upstream/run-upstream-compressed.sh
+pcs_debug_force_compression = $PCS_FORCE
+full_page_writes = on
+wal_log_hints = on
+EOF
+recovery_conf=$LOGDIR/temp-recovery.conf
+cp "$conf" "$recovery_conf"
+echo "wal_consistency_checking = all" >>"$recovery_conf"
+
+# The expected files of the core suite with the accepted differences.
+expected=$LOGDIR/expected
+mkdir -p "$expected/expected"
+cp "$HERE/regress/expected/pcs_forced_check.out" "$expected/expected/"
+for d in "$HERE"/regress/*.diff; do
+	t=$(basename "$d" .diff)
+	if ! patch -s -o "$expected/expected/$t.out" \
+		"$TOP/build/postgresql/src/test/regress/expected/$t.out" <"$d"; then
+		echo "error: $d does not apply to upstream's expected/$t.out" >&2
+		exit 2
+	fi
+done
+
+# The proof that the suites stored their relations compressed: one more
+# regression test and one more isolation spec, run after upstream's, found by
+# pg_regress in its output directory before its input directory.
+mkdir -p "$OBJ/src/test/regress/sql" "$OBJ/src/test/isolation/output_iso/specs" \
+	"$OBJ/src/test/isolation/output_iso/expected"
+cp "$HERE/pcs_forced_check.sql" "$OBJ/src/test/regress/sql/"
+cp "$HERE/pcs-forced-check.spec" "$OBJ/src/test/isolation/output_iso/specs/"
+cp "$HERE/isolation/expected/pcs-forced-check.out" "$OBJ/src/test/isolation/output_iso/expected/"
+[ "$(id -u)" = 0 ] && chown -R "$TEST_USER:" "$OBJ"
+
+initdb_env=()
+if [ "$PCS_FORCE_INITDB" = 1 ]; then
+	initdb_env=(PG_TEST_INITDB_EXTRA_OPTS="-c pcs_debug_force_compression=$PCS_FORCE")
+fi
+
+# pgmake LOG ARGS...: a top-level make in the build tree, as the test user,
+# with compression forced.
+pgmake()
+{
+	local log=$1
+	shift
+	as_test_user "$LOGDIR/home" env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS \
+		"${initdb_env[@]}" make "$@" >"$log" 2>&1
+}
+
+# scan_data_dirs DIR...: count the relation files of every data directory
+# under DIR by their first bytes; fail if none is compressed or any created
+# after initdb (all, with PCS_FORCE_INITDB=1) holds data and is not.
+scan_data_dirs()
+{
+	perl "$TOP/test/upstream/count-compressed.pl" \
+		$([ "$PCS_FORCE_INITDB" = 1 ] && echo --all) "$@"
+}
+
+# suite NAME COMMAND...: run one suite, add up its results.
+suite()
+{
+	local name=$1 log=$LOGDIR/$1.log rc p f s t0=$(date +%s)
+	shift
+	echo "=== $name"
+	"$@"
+	rc=$?
+	read -r p f s < <(count_results "$log")
+	if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+	fi
+	if [ $((p + f + s)) -eq 0 ]; then
+		if [ $rc -eq 0 ]; then p=1; else f=1; fi
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + s))
+	if [ "$f" -ne 0 ]; then
+		failures+=("$name")
+		echo "--- $name failed (exit $rc); failing tests (log: $log):"
+		grep -E '^not ok |^Failed [0-9]+/|Dubious|make.*Error|could not' "$log" | head -n 40
+		find "$OBJ" -name regression.diffs -newer "$conf" -exec head -n 60 {} \;
+	fi
+	echo "    $name: $p passed, $f failed, $s skipped, $(($(date +%s) - t0)) s"
+}
+
+run_install()
+{
+	# One temporary installation for all suites, with everything check-world
+	# installs into it (contrib, test modules).
+	pgmake "$LOGDIR/install.log" -C "$OBJ" -s temp-install
+}
+
+run_regress()
+{
+	pgmake "$LOGDIR/regress.log" -C "$OBJ/src/test/regress" check \
+		NO_TEMP_INSTALL=1 TEMP_CONFIG="$conf" EXTRA_TESTS=pcs_forced_check \
+		EXTRA_REGRESS_OPTS="--expecteddir=$expected"
+}
+
+run_isolation()
+{
+	pgmake "$LOGDIR/isolation.log" -C "$OBJ/src/test/isolation" check \
+		NO_TEMP_INSTALL=1 TEMP_CONFIG="$conf" \
+		EXTRA_REGRESS_OPTS="pcs-forced-check"
+}
+
+run_contrib()
+{
+	pgmake "$LOGDIR/contrib.log" -C "$OBJ/contrib" -k -j"$JOBS" check \
+		NO_TEMP_INSTALL=1 TEMP_CONFIG="$conf"
+}
+
+run_recovery()
+{
+	local rc scan
+	rm -rf "$OBJ/src/test/recovery/tmp_check"
+	# PG_TEST_NOCLEAN keeps the data directories for the scan below;
+	# PG_TEST_EXTRA turns on 027_stream_regress's own consistency checks,
+	# and that test runs the core suite with EXTRA_REGRESS_OPTS.
+	pgmake "$LOGDIR/recovery.log" -C "$OBJ/src/test/recovery" check \
+		NO_TEMP_INSTALL=1 TEMP_CONFIG="$recovery_conf" PG_TEST_NOCLEAN=1 \
+		EXTRA_REGRESS_OPTS="--expecteddir=$expected" \
+		PG_TEST_EXTRA=wal_consistency_checking PROVE_FLAGS="-j$JOBS"
+	rc=$?
+	scan_data_dirs "$OBJ/src/test/recovery/tmp_check" >"$LOGDIR/recovery-scan.txt" 2>&1
+	scan=$?
+	cat "$LOGDIR/recovery-scan.txt"
+	# the scan counts as one more test of the suite
+	if [ $scan -eq 0 ]; then
+		echo "ok 1 - relation files of the data directories are compressed" >>"$LOGDIR/recovery.log"
+	else
+		echo "not ok 1 - relation files of the data directories are compressed" >>"$LOGDIR/recovery.log"
+		rc=1
+	fi
+	[ $rc -ne 0 ] || rm -rf "$OBJ/src/test/recovery/tmp_check"
+	return $rc
+}
+
+echo "--- upstream suites with pcs_debug_force_compression = $PCS_FORCE (logs: $LOGDIR)"
+if ! run_install; then
+	echo "--- the temporary installation failed; end of $LOGDIR/install.log:"
+	tail -n 30 "$LOGDIR/install.log"
+	echo "upstream-compressed: 0 passed, 1 failed, 0 skipped"
+	exit 1
+fi
+for s in $SUITES; do
+	case $s in
+		regress | isolation | contrib | recovery) suite "$s" "run_$s" ;;
+		*) echo "unknown suite $s" >&2; exit 2 ;;
+	esac
+done
+
+elapsed=$(($(date +%s) - start))
+echo "upstream-compressed wall time: $((elapsed / 60)) min $((elapsed % 60)) s"
+[ $failed -eq 0 ] || echo "failed suites: ${failures[*]} (logs in $LOGDIR)"
+echo "upstream-compressed: $passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]
