@@ -28,20 +28,25 @@
 # (count-compressed.pl): every relation file created after initdb must be
 # compressed.
 #
-# Differences from upstream's expected output that must remain are listed, with
-# their reasons, in test/upstream/compressed-differences.md, and stored as
-# unified diffs against upstream's expected files in
-# test/upstream/compressed/regress/*.diff.  The runner applies them to copies
-# of upstream's files in build/upstream-compressed/expected/ and points
-# pg_regress there with --expecteddir (which falls back to upstream's own
-# file for every other test): exactly those differences are accepted, and a
-# diff that no longer applies to upstream's file is an error.
+# Differences from upstream's results that must remain are listed, with
+# their reasons, in test/upstream/compressed-differences.md.  Expected-output
+# differences are stored as unified diffs against upstream's expected files,
+# test/upstream/compressed/diffs/<suite directory>/<test>.diff; the runner
+# applies them to copies of upstream's files under
+# build/upstream-compressed/expected/ and points pg_regress there with
+# --expecteddir (which falls back to upstream's own file for every other
+# test), so exactly those differences are accepted, and a diff that no
+# longer applies stops the run.  TAP scripts that cannot run on compressed
+# files are listed in test/upstream/compressed/tap-skip.txt and left out by
+# name (PROVE_TESTS); they are counted as skipped.
 #
 # Called by `make check-upstream-compressed`.  Environment:
 #   SUITES       which suites (default: "regress isolation contrib recovery")
 #   PCS_FORCE    the algorithm: zstd (default) or lz4
 #   PCS_FORCE_INITDB  1: initdb's catalogs compressed too (slow, disk-hungry)
 #   JOBS         parallel make and prove jobs (default 2)
+#   PRINT_RESULTS  1: print every test's result line (for test/run-checks.sh,
+#                which counts them)
 #
 # Ends with "upstream-compressed: N passed, N failed, N skipped" and the wall
 # time of each suite and of the whole run.
@@ -85,18 +90,63 @@ recovery_conf=$LOGDIR/temp-recovery.conf
 cp "$conf" "$recovery_conf"
 echo "wal_consistency_checking = all" >>"$recovery_conf"
 
-# The expected files of the core suite with the accepted differences.
-expected=$LOGDIR/expected
-mkdir -p "$expected/expected"
-cp "$HERE/regress/expected/pcs_forced_check.out" "$expected/expected/"
-for d in "$HERE"/regress/*.diff; do
-	t=$(basename "$d" .diff)
-	if ! patch -s -o "$expected/expected/$t.out" \
-		"$TOP/build/postgresql/src/test/regress/expected/$t.out" <"$d"; then
-		echo "error: $d does not apply to upstream's expected/$t.out" >&2
-		exit 2
-	fi
-done
+# overlay NAME SUITE_DIR...: apply the accepted diffs of those suite
+# directories to copies of upstream's expected files, into one --expecteddir
+# (build/upstream-compressed/expected/NAME), and print its path.  A test name
+# must then belong to one directory only (contrib: to one module).
+overlay()
+{
+	local dir=$LOGDIR/expected/$1 d sub t n out
+	shift
+	mkdir -p "$dir/expected"
+	for sub in "$@"; do
+		for d in "$HERE/diffs/$sub"/*.diff; do
+			[ -e "$d" ] || continue
+			# <test>.diff gives expected/<test>.out, <test>_<N>.diff the
+			# alternative expected/<test>_<N>.out, both from upstream's
+			# <test>.out; an empty diff keeps upstream's output as one of
+			# the alternatives
+			out=$(basename "$d" .diff)
+			t=$(echo "$out" | sed 's/_[0-9]$//')
+			case $sub in
+				contrib/*) n=$(ls "$TOP"/build/postgresql/contrib/*/expected/"$t".out | wc -l) ;;
+				*) n=1 ;;
+			esac
+			if [ "$n" -ne 1 ]; then
+				echo "error: $d: $n contrib modules have a test named $t" >&2
+				return 2
+			fi
+			if [ ! -s "$d" ]; then
+				cp "$TOP/build/postgresql/$sub/expected/$t.out" "$dir/expected/$out.out"
+			elif ! patch -s -o "$dir/expected/$out.out" \
+				"$TOP/build/postgresql/$sub/expected/$t.out" <"$d"; then
+				echo "error: $d does not apply to upstream's $sub/expected/$t.out" >&2
+				return 2
+			fi
+		done
+	done
+	echo "$dir"
+}
+regress_expected=$(overlay regress src/test/regress) || exit 2
+cp "$HERE/regress/expected/pcs_forced_check.out" "$regress_expected/expected/"
+contrib_expected=$(overlay contrib $(cd "$HERE/diffs" && ls -d contrib/*)) || exit 2
+chmod -R a+rX "$LOGDIR/expected"
+
+# TAP scripts left out: "DIRECTORY SCRIPT REASON" lines
+skips=$(grep -v '^#' "$HERE/tap-skip.txt" | awk 'NF { print $1, $2 }')
+skipped_scripts=$(echo "$skips" | grep -c .)
+
+# prove_tests DIR: the TAP scripts of DIR (relative to the build tree)
+# without those left out
+prove_tests()
+{
+	local f out=()
+	for f in "$TOP/build/postgresql/$1"/t/*.pl; do
+		f=t/$(basename "$f")
+		echo "$skips" | grep -qxF "$1 $f" || out+=("$f")
+	done
+	echo "${out[*]}"
+}
 
 # The proof that the suites stored their relations compressed: one more
 # regression test and one more isolation spec, run after upstream's, found by
@@ -150,6 +200,9 @@ suite()
 	passed=$((passed + p))
 	failed=$((failed + f))
 	skipped=$((skipped + s))
+	if [ "${PRINT_RESULTS:-0}" = 1 ]; then
+		grep -E '^(not )?ok [0-9]+ +[-+] |^t/[^ ]+ \.+ |^Files=' "$log"
+	fi
 	if [ "$f" -ne 0 ]; then
 		failures+=("$name")
 		echo "--- $name failed (exit $rc); failing tests (log: $log):"
@@ -170,7 +223,7 @@ run_regress()
 {
 	pgmake "$LOGDIR/regress.log" -C "$OBJ/src/test/regress" check \
 		NO_TEMP_INSTALL=1 TEMP_CONFIG="$conf" EXTRA_TESTS=pcs_forced_check \
-		EXTRA_REGRESS_OPTS="--expecteddir=$expected"
+		EXTRA_REGRESS_OPTS="--expecteddir=$regress_expected"
 }
 
 run_isolation()
@@ -182,8 +235,23 @@ run_isolation()
 
 run_contrib()
 {
+	local all skipdirs m rc=0
+	# the modules with scripts left out run alone, without them
+	all=$(env -u MAKEFLAGS make -s --no-print-directory -C "$OBJ/contrib" -f Makefile \
+		-f <(printf 'print-subdirs:\n\t@echo $(SUBDIRS)\n') print-subdirs)
+	skipdirs=$(echo "$skips" | awk '$1 ~ /^contrib\// { sub(/^contrib\//, "", $1); print $1 }' | sort -u)
 	pgmake "$LOGDIR/contrib.log" -C "$OBJ/contrib" -k -j"$JOBS" check \
-		NO_TEMP_INSTALL=1 TEMP_CONFIG="$conf"
+		NO_TEMP_INSTALL=1 TEMP_CONFIG="$conf" \
+		EXTRA_REGRESS_OPTS="--expecteddir=$contrib_expected" \
+		SUBDIRS="$(echo $all | tr ' ' '\n' | grep -vxF "$skipdirs" | tr '\n' ' ')" || rc=1
+	for m in $skipdirs; do
+		pgmake "$LOGDIR/contrib-$m.log" -C "$OBJ/contrib/$m" check \
+			NO_TEMP_INSTALL=1 TEMP_CONFIG="$conf" \
+			EXTRA_REGRESS_OPTS="--expecteddir=$contrib_expected" \
+			PROVE_TESTS="$(prove_tests "contrib/$m")" || rc=1
+		cat "$LOGDIR/contrib-$m.log" >>"$LOGDIR/contrib.log"
+	done
+	return $rc
 }
 
 run_recovery()
@@ -195,7 +263,8 @@ run_recovery()
 	# and that test runs the core suite with EXTRA_REGRESS_OPTS.
 	pgmake "$LOGDIR/recovery.log" -C "$OBJ/src/test/recovery" check \
 		NO_TEMP_INSTALL=1 TEMP_CONFIG="$recovery_conf" PG_TEST_NOCLEAN=1 \
-		EXTRA_REGRESS_OPTS="--expecteddir=$expected" \
+		EXTRA_REGRESS_OPTS="--expecteddir=$regress_expected" \
+		PROVE_TESTS="$(prove_tests src/test/recovery)" \
 		PG_TEST_EXTRA=wal_consistency_checking PROVE_FLAGS="-j$JOBS"
 	rc=$?
 	scan_data_dirs "$OBJ/src/test/recovery/tmp_check" >"$LOGDIR/recovery-scan.txt" 2>&1
@@ -226,6 +295,8 @@ for s in $SUITES; do
 	esac
 done
 
+# the TAP scripts left out count as skipped
+skipped=$((skipped + skipped_scripts))
 elapsed=$(($(date +%s) - start))
 echo "upstream-compressed wall time: $((elapsed / 60)) min $((elapsed % 60)) s"
 [ $failed -eq 0 ] || echo "failed suites: ${failures[*]} (logs in $LOGDIR)"
