@@ -134,10 +134,10 @@ chmod -R a+rX "$LOGDIR/expected"
 
 # TAP scripts left out: "DIRECTORY SCRIPT REASON" lines
 skips=$(grep -v '^#' "$HERE/tap-skip.txt" | awk 'NF { print $1, $2 }')
-skipped_scripts=$(echo "$skips" | grep -c .)
 
 # prove_tests DIR: the TAP scripts of DIR (relative to the build tree)
-# without those left out
+# without those left out, which count as skipped
+skipped_scripts=0
 prove_tests()
 {
 	local f out=()
@@ -146,6 +146,11 @@ prove_tests()
 		echo "$skips" | grep -qxF "$1 $f" || out+=("$f")
 	done
 	echo "${out[*]}"
+}
+# count_skips PREFIX: the scripts left out under directories PREFIX*
+count_skips()
+{
+	skipped_scripts=$((skipped_scripts + $(echo "$skips" | grep -c "^$1")))
 }
 
 # The proof that the suites stored their relations compressed: one more
@@ -244,6 +249,7 @@ run_contrib()
 		NO_TEMP_INSTALL=1 TEMP_CONFIG="$conf" \
 		EXTRA_REGRESS_OPTS="--expecteddir=$contrib_expected" \
 		SUBDIRS="$(echo $all | tr ' ' '\n' | grep -vxF "$skipdirs" | tr '\n' ' ')" || rc=1
+	count_skips contrib/
 	for m in $skipdirs; do
 		pgmake "$LOGDIR/contrib-$m.log" -C "$OBJ/contrib/$m" check \
 			NO_TEMP_INSTALL=1 TEMP_CONFIG="$conf" \
@@ -257,6 +263,7 @@ run_contrib()
 run_recovery()
 {
 	local rc scan
+	count_skips src/test/recovery
 	rm -rf "$OBJ/src/test/recovery/tmp_check"
 	# PG_TEST_NOCLEAN keeps the data directories for the scan below;
 	# PG_TEST_EXTRA turns on 027_stream_regress's own consistency checks,
