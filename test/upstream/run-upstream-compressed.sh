@@ -37,8 +37,10 @@
 # --expecteddir (which falls back to upstream's own file for every other
 # test), so exactly those differences are accepted, and a diff that no
 # longer applies stops the run.  TAP scripts that cannot run on compressed
-# files are listed in test/upstream/compressed/tap-skip.txt and left out by
-# name (PROVE_TESTS); they are counted as skipped.
+# files, or not with wal_consistency_checking, are listed with their class
+# and reason in test/upstream/compressed/tap-exceptions.txt: the first are
+# left out by name (PROVE_TESTS) and counted as skipped, the second run in a
+# second pass without wal_consistency_checking.
 #
 # Called by `make check-upstream-compressed`.  Environment:
 #   SUITES       which suites (default: "regress isolation contrib recovery")
@@ -132,20 +134,26 @@ cp "$HERE/regress/expected/pcs_forced_check.out" "$regress_expected/expected/"
 contrib_expected=$(overlay contrib $(cd "$HERE/diffs" && ls -d contrib/*)) || exit 2
 chmod -R a+rX "$LOGDIR/expected"
 
-# TAP scripts left out: "DIRECTORY SCRIPT REASON" lines
-skips=$(grep -v '^#' "$HERE/tap-skip.txt" | awk 'NF { print $1, $2 }')
+# TAP scripts run differently: "DIRECTORY SCRIPT CLASS REASON" lines
+skips=$(grep -v '^#' "$HERE/tap-exceptions.txt" | awk '$3 == "skip" { print $1, $2 }')
+nowcc=$(grep -v '^#' "$HERE/tap-exceptions.txt" | awk '$3 == "no-wcc" { print $1, $2 }')
 
 # prove_tests DIR: the TAP scripts of DIR (relative to the build tree)
-# without those left out, which count as skipped
+# without the exceptions (the skipped ones count as skipped)
 skipped_scripts=0
 prove_tests()
 {
 	local f out=()
 	for f in "$TOP/build/postgresql/$1"/t/*.pl; do
 		f=t/$(basename "$f")
-		echo "$skips" | grep -qxF "$1 $f" || out+=("$f")
+		printf '%s\n%s\n' "$skips" "$nowcc" | grep -qxF "$1 $f" || out+=("$f")
 	done
 	echo "${out[*]}"
+}
+# nowcc_tests DIR: the scripts of DIR to run without wal_consistency_checking
+nowcc_tests()
+{
+	echo "$nowcc" | awk -v d="$1" '$1 == d { printf "%s ", $2 }'
 }
 # count_skips PREFIX: the scripts left out under directories PREFIX*
 count_skips()
@@ -262,29 +270,47 @@ run_contrib()
 
 run_recovery()
 {
-	local rc scan
+	local rc=0 scan pass tests tconf
 	count_skips src/test/recovery
-	rm -rf "$OBJ/src/test/recovery/tmp_check"
-	# PG_TEST_NOCLEAN keeps the data directories for the scan below;
-	# PG_TEST_EXTRA turns on 027_stream_regress's own consistency checks,
-	# and that test runs the core suite with EXTRA_REGRESS_OPTS.
-	pgmake "$LOGDIR/recovery.log" -C "$OBJ/src/test/recovery" check \
-		NO_TEMP_INSTALL=1 TEMP_CONFIG="$recovery_conf" PG_TEST_NOCLEAN=1 \
-		EXTRA_REGRESS_OPTS="--expecteddir=$regress_expected" \
-		PROVE_TESTS="$(prove_tests src/test/recovery)" \
-		PG_TEST_EXTRA=wal_consistency_checking PROVE_FLAGS="-j$JOBS"
-	rc=$?
-	scan_data_dirs "$OBJ/src/test/recovery/tmp_check" >"$LOGDIR/recovery-scan.txt" 2>&1
-	scan=$?
-	cat "$LOGDIR/recovery-scan.txt"
-	# the scan counts as one more test of the suite
-	if [ $scan -eq 0 ]; then
-		echo "ok 1 - relation files of the data directories are compressed" >>"$LOGDIR/recovery.log"
-	else
-		echo "not ok 1 - relation files of the data directories are compressed" >>"$LOGDIR/recovery.log"
-		rc=1
-	fi
-	[ $rc -ne 0 ] || rm -rf "$OBJ/src/test/recovery/tmp_check"
+	# First every script with wal_consistency_checking, then the no-wcc
+	# exceptions without it.  PG_TEST_NOCLEAN keeps the data directories for
+	# the scan after each pass; PG_TEST_EXTRA turns on 027_stream_regress's
+	# own consistency checks, and that test runs the core suite with
+	# EXTRA_REGRESS_OPTS.
+	: >"$LOGDIR/recovery.log"
+	for pass in wcc no-wcc; do
+		if [ $pass = wcc ]; then
+			tests=$(prove_tests src/test/recovery)
+			tconf=$recovery_conf
+		else
+			tests=$(nowcc_tests src/test/recovery)
+			tconf=$conf
+		fi
+		[ -n "$tests" ] || continue
+		rm -rf "$OBJ/src/test/recovery/tmp_check" "$OBJ/src/test/recovery/tmp_check-$pass"
+		pgmake "$LOGDIR/recovery-$pass.log" -C "$OBJ/src/test/recovery" check \
+			NO_TEMP_INSTALL=1 TEMP_CONFIG="$tconf" PG_TEST_NOCLEAN=1 \
+			EXTRA_REGRESS_OPTS="--expecteddir=$regress_expected" \
+			PROVE_TESTS="$tests" \
+			PG_TEST_EXTRA=wal_consistency_checking PROVE_FLAGS="-j$JOBS" || rc=1
+		cat "$LOGDIR/recovery-$pass.log" >>"$LOGDIR/recovery.log"
+		scan_data_dirs "$OBJ/src/test/recovery/tmp_check" >"$LOGDIR/recovery-scan-$pass.txt" 2>&1
+		scan=$?
+		echo "$pass: $(cat "$LOGDIR/recovery-scan-$pass.txt")"
+		# each scan counts as one more test of the suite
+		if [ $scan -eq 0 ]; then
+			echo "ok 1 - relation files of the data directories ($pass) are compressed" >>"$LOGDIR/recovery.log"
+		else
+			echo "not ok 1 - relation files of the data directories ($pass) are compressed" >>"$LOGDIR/recovery.log"
+			rc=1
+		fi
+		# keep what a failing pass leaves, for a look
+		if [ $rc -eq 0 ]; then
+			rm -rf "$OBJ/src/test/recovery/tmp_check"
+		else
+			mv "$OBJ/src/test/recovery/tmp_check" "$OBJ/src/test/recovery/tmp_check-$pass"
+		fi
+	done
 	return $rc
 }
 
