@@ -88,7 +88,7 @@ suite refdata-tap refdatamake installcheck REGRESS= ISOLATION=
 
 # Upstream's core regression and isolation suites with every relation they
 # create stored compressed (pcs_debug_force_compression); the contrib and
-# recovery suites too are `make check-upstream-compressed`.  About four
+# recovery suites too are `make check-upstream-compressed`.  Two to four
 # minutes: a temporary installation in build/obj, then the two suites.
 suite upstream-compressed env SUITES="regress isolation" PRINT_RESULTS=1 \
 	"$TOP/test/upstream/run-upstream-compressed.sh"
