@@ -7,6 +7,8 @@
 #   make demo            a throwaway cluster showing what the project does
 #   make bench-toast     the TOAST compression benchmark (test/bench/toast)
 #   make check-upstream  upstream's own suites against the patched build
+#   make check-upstream-compressed  upstream's core, isolation, contrib and
+#                        recovery suites with every relation stored compressed
 #   make tree            the patched source as a git tree (build/postgresql)
 #   make refresh         write the tree's commits back into patches/ and src/
 #   make check-patches   fail unless patches/ and src/ reproduce the tree
@@ -48,7 +50,8 @@ PGMAKE := env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory
 # Where `make check` writes its logs.
 CHECK_DIR := $(BUILD)/check
 
-.PHONY: all deps tree build install check check-patches check-upstream demo \
+.PHONY: all deps tree build install check check-patches check-upstream \
+	check-upstream-compressed demo \
 	refresh tree-reset clean distclean bench-toast
 
 all: install
@@ -91,6 +94,9 @@ check-patches: deps
 check-upstream: install
 	@$(TOP)/test/upstream/run-upstream.sh
 
+check-upstream-compressed: install
+	@$(TOP)/test/upstream/run-upstream-compressed.sh
+
 demo: install
 	@$(TOP)/test/demo/run-demo.sh
 
@@ -104,7 +110,8 @@ tree-reset:
 	@$(TOOLS)/tree.sh reset
 
 clean:
-	rm -rf $(OBJ) $(PREFIX) $(CHECK_DIR) $(BUILD)/demo $(BUILD)/upstream
+	rm -rf $(OBJ) $(PREFIX) $(CHECK_DIR) $(BUILD)/demo $(BUILD)/upstream \
+		$(BUILD)/upstream-compressed
 
 distclean:
 	rm -rf $(BUILD)

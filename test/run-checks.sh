@@ -86,6 +86,13 @@ suite refdata-isolation refdatamake installcheck REGRESS= TAP_TESTS= \
 	EXTRA_REGRESS_OPTS="--temp-instance=$RD_OUT/tmp_check_isolation"
 suite refdata-tap refdatamake installcheck REGRESS= ISOLATION=
 
+# Upstream's core regression and isolation suites with every relation they
+# create stored compressed (pcs_debug_force_compression); the contrib and
+# recovery suites too are `make check-upstream-compressed`.  Two to four
+# minutes: a temporary installation in build/obj, then the two suites.
+suite upstream-compressed env SUITES="regress isolation" PRINT_RESULTS=1 \
+	"$TOP/test/upstream/run-upstream-compressed.sh"
+
 echo
 if [ -n "${PGSTRATA_T0:-}" ]; then
 	echo "wall time of the whole run: $(($(date +%s) - PGSTRATA_T0)) s"

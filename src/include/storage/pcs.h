@@ -20,6 +20,7 @@
 #include "storage/pcs_format.h"
 #include "storage/relfilelocator.h"
 #include "storage/smgr.h"
+#include "utils/guc.h"
 
 /* Index of pcs in smgr.c's table of storage managers */
 #define PCS_SMGR_ID			1
@@ -93,5 +94,10 @@ extern void pcs_check_alter_tablespace(const char *name, List *options);
 extern bool pcs_compressed_tablespaces_exist(void);
 extern void pcs_enforce_startup_settings(void);
 extern bool pcs_full_page_writes(bool configured);
+
+/* pcs_debug_force_compression (pcs_tablespace.c) */
+extern PGDLLIMPORT int pcs_debug_force_compression;
+extern PGDLLIMPORT const struct config_enum_entry pcs_force_compression_options[];
+extern bool pcs_forced_settings(PcsAlgorithm *algorithm, int *level);
 
 #endif							/* PCS_H */

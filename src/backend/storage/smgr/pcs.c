@@ -41,6 +41,7 @@
 #include "storage/pcs_format.h"
 #include "storage/smgr.h"
 #include "storage/sync.h"
+#include "utils/injection_point.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -57,6 +58,7 @@ typedef struct PcsSegment
 #define PCS_FORMAT_UNKNOWN		0
 #define PCS_FORMAT_MD			1
 #define PCS_FORMAT_COMPRESSED	2
+#define PCS_FORMAT_EMPTY		3	/* never stored: see pcs_fork_format() */
 
 /* Smallest and largest step by which a segment's data area grows */
 #define PCS_MIN_GROWTH_UNITS	((8 * 1024) >> PCS_UNIT_SHIFT)
@@ -231,7 +233,8 @@ pcs_write_tablespace_marker(const char *versiondir, PcsAlgorithm algorithm,
 /*
  * Find out whether a fork is compressed, from the first bytes of its
  * segment 0, and remember the answer.  A fork whose file does not exist yet
- * stays unknown, and md.c decides what that means.
+ * stays unknown, and md.c decides what that means; one whose file is empty
+ * is PCS_FORMAT_EMPTY, which is not remembered (below).
  */
 static int
 pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
@@ -258,6 +261,18 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 				 errmsg("could not read file \"%s\": %m", path)));
 	CloseTransientFile(fd);
 	pfree(path);
+
+	/*
+	 * A file too short for the magic is an md fork without data, or a
+	 * compressed fork whose creator has made the file and not yet written
+	 * its header: pcs_create() does one after the other, and readers of the
+	 * free space map and the visibility map look at a fork without the lock
+	 * its creator holds.  Remembering "md" would make this backend read, and
+	 * write, the compressed file as an md file once the header is there, so
+	 * the answer is not kept: the fork counts as empty until it has bytes.
+	 */
+	if (nread < (int) sizeof(magic))
+		return PCS_FORMAT_EMPTY;
 
 	reln->pcs_format[forknum] =
 		(nread == sizeof(magic) && magic == PCS_MAGIC) ?
@@ -923,8 +938,9 @@ pcs_close(SMgrRelation reln, ForkNumber forknum)
 }
 
 /*
- * pcs_create: create a fork, compressed if its tablespace is.  In redo the
- * file may exist already; an empty one gets its header now.
+ * pcs_create: create a fork, compressed if its tablespace is (or if
+ * pcs_debug_force_compression says so).  In redo the file may exist
+ * already; an empty one gets its header now.
  */
 void
 pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
@@ -935,7 +951,8 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 	File		vfd;
 
 	if (!pcs_tablespace_settings(reln->smgr_rlocator.locator.spcOid,
-								 &algorithm, &level))
+								 &algorithm, &level) &&
+		!pcs_forced_settings(&algorithm, &level))
 	{
 		mdcreate(reln, forknum, isRedo);
 		return;
@@ -945,6 +962,8 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 		return;
 
 	mdcreate(reln, forknum, isRedo);
+	/* the file exists, empty, and others can see it (pcs_fork_format) */
+	INJECTION_POINT("pcs-create-before-header");
 
 	path = relpath(reln->smgr_rlocator, forknum);
 	vfd = PathNameOpenFile(path, O_RDWR | PG_BINARY);
@@ -1252,8 +1271,14 @@ BlockNumber
 pcs_nblocks(SMgrRelation reln, ForkNumber forknum)
 {
 	BlockNumber total = 0;
+	int			format = reln->pcs_format[forknum];
 
-	if (!pcs_is_compressed(reln, forknum))
+	if (format == PCS_FORMAT_UNKNOWN)
+		format = pcs_fork_format(reln, forknum);
+	/* an empty file has no blocks, whatever its creator makes of it next */
+	if (format == PCS_FORMAT_EMPTY)
+		return 0;
+	if (format != PCS_FORMAT_COMPRESSED)
 		return mdnblocks(reln, forknum);
 
 	for (BlockNumber segno = 0;; segno++)

@@ -48,6 +48,33 @@ typedef struct PcsTablespaceWal
 /* Registered with XLogRegisterData, so it must outlive the call */
 static PcsTablespaceWal pcs_wal_data;
 
+/*
+ * pcs_debug_force_compression: a developer option that creates every new
+ * relation fork compressed, whatever its tablespace, so that upstream's own
+ * test suites run on compressed storage (test/upstream/
+ * run-upstream-compressed.sh).  It decides only how a fork is created: once
+ * created, a fork is recognised from its own first bytes, so compressed and
+ * plain forks mix freely in any tablespace, and turning the option off (or
+ * a standby or a crash recovery that runs without it) leaves existing
+ * compressed forks compressed and readable.
+ */
+int			pcs_debug_force_compression = PCS_ALGO_NONE;
+
+const struct config_enum_entry pcs_force_compression_options[] = {
+	{"off", PCS_ALGO_NONE, false},
+#ifdef USE_ZSTD
+	{"zstd", PCS_ALGO_ZSTD, false},
+#endif
+#ifdef USE_LZ4
+	{"lz4", PCS_ALGO_LZ4, false},
+#endif
+	{"none", PCS_ALGO_NONE, true},
+	{"false", PCS_ALGO_NONE, true},
+	{"no", PCS_ALGO_NONE, true},
+	{"0", PCS_ALGO_NONE, true},
+	{NULL, 0, false}
+};
+
 /* Parse a value of the compression option; false if it is not one */
 static bool
 pcs_parse_compression(const char *value, PcsAlgorithm *algorithm)
@@ -142,6 +169,21 @@ pcs_check_tablespace_options(Datum options, PcsAlgorithm *algorithm,
 				 errmsg("compressed tablespaces require wal_log_hints or data checksums"),
 				 errdetail("A page whose only change is a hint bit is rewritten compressed as a whole, so that change must be covered by a full-page image in WAL too."),
 				 errhint("Set wal_log_hints = on in postgresql.conf and restart the server.")));
+}
+
+/*
+ * The settings pcs_debug_force_compression gives a new fork of a tablespace
+ * without a marker; false if the option is off.  zstd gets its default
+ * level.
+ */
+bool
+pcs_forced_settings(PcsAlgorithm *algorithm, int *level)
+{
+	if (pcs_debug_force_compression == PCS_ALGO_NONE)
+		return false;
+	*algorithm = (PcsAlgorithm) pcs_debug_force_compression;
+	*level = PCS_ZSTD_DEFAULT_LEVEL;
+	return true;
 }
 
 /* Path of a tablespace's version directory, palloc'd */

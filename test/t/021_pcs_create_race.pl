@@ -1,0 +1,118 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# A backend that looks at a compressed fork while another one is creating it
+# must not take it for an md fork.
+#
+# pcs_create() creates the file (md.c) and then writes the compressed
+# header.  Between the two the file exists and is empty, and readers of the
+# free space map look at it without the lock its creator holds.  A backend
+# that saw the empty file used to remember "md" for the fork and, until it
+# processed the creator's invalidation, read the compressed file at md
+# offsets: it took the segment header for block 0 and saw 257 blocks in a
+# three-block map (and would have written there too).
+#
+# The injection point pcs-create-before-header stops an INSERT in that
+# window, while it creates the free space map of a compressed table.
+
+use strict;
+use warnings FATAL => 'all';
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('race');
+$node->init;
+$node->append_conf('postgresql.conf', q(
+wal_log_hints = on
+allow_in_place_tablespaces = on
+autovacuum = off
+));
+$node->start;
+
+$node->safe_psql('postgres', q(
+CREATE EXTENSION injection_points;
+CREATE EXTENSION pageinspect;
+CREATE EXTENSION pg_buffercache;
+CREATE EXTENSION pg_freespacemap;
+CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
+CREATE TABLE t (id int, v text) TABLESPACE cts;
+INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 50) g;
+));
+my $fsm = $node->data_dir . '/'
+  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('t')") . '_fsm';
+ok(!-e $fsm, 'no free space map yet');
+
+# The reader: a session inside one transaction.  It holds its locks from
+# the start, so it does not process the shared invalidation with which the
+# creator of a free space map tells others to look at the fork again: what
+# it believes about the fork's format it keeps until the transaction ends.
+my $reader = $node->background_psql('postgres', on_error_stop => 0);
+$reader->query_safe(q(
+BEGIN;
+SELECT octet_length(get_raw_page('t', 'main', 0));
+SELECT pg_freespace('t', 0);
+));
+
+# The creator: an INSERT that fills page 0 and records its free space,
+# stopped right after it has created the (empty) free space map file.
+my $creator = $node->background_psql('postgres');
+$creator->query_until(
+	qr/attached/, q(
+SELECT injection_points_set_local();
+SELECT injection_points_attach('pcs-create-before-header', 'wait');
+\echo attached
+INSERT INTO t SELECT g, md5(g::text) FROM generate_series(51, 500) g;
+));
+$node->wait_for_event('client backend', 'pcs-create-before-header');
+ok(-e $fsm && -s $fsm == 0, 'the free space map file exists and is empty');
+
+# The reader looks at the free space map now.
+is($reader->query_safe(q(SELECT pg_freespace('t', 0))), '0',
+	'reader sees no free space while the map is created');
+
+$node->safe_psql('postgres', q(
+SELECT injection_points_detach('pcs-create-before-header');
+SELECT injection_points_wakeup('pcs-create-before-header');
+));
+$creator->query_safe('SELECT 1');
+$creator->quit;
+
+is(substr(slurp_file($fsm), 0, 8), pack('H*', '50435331ffffff7f'),
+	'the free space map is compressed');
+
+# In the same transaction, the reader reads block 0 of the map from the
+# compressed file, not the segment header at md offset 0.  Other sessions
+# write the map out and drop it from shared buffers (the reader takes no
+# new lock, which would make it process the invalidation), and read it
+# from disk for comparison.  (Block 0 is all zeros on disk: the free space
+# map initialises new pages in memory without dirtying them.)
+my $evict = q(
+SELECT count(pg_buffercache_evict(bufferid)) FROM pg_buffercache
+WHERE relfilenode = pg_relation_filenode('t') AND relforknumber = 1;
+);
+$node->safe_psql('postgres', "CHECKPOINT; $evict");
+my $expected = $node->safe_psql('postgres',
+	q(SELECT md5(get_raw_page('t', 'fsm', 0))));
+$node->safe_psql('postgres', $evict);
+my $got = $reader->query(q(SELECT md5(get_raw_page('t', 'fsm', 0))));
+is($reader->{stderr}, '', 'the reader reads block 0 without an error');
+is($got, $expected, 'the reader reads the same block 0 as a new session');
+$reader->{stderr} = '';
+
+# And it sees three blocks (root, one inner and one leaf page), as a new
+# session does.
+my ($ret, $stdout, $stderr) = $node->psql('postgres',
+	q(SELECT octet_length(get_raw_page('t', 'fsm', 3))));
+like($stderr, qr/block number 3 is out of range/,
+	'a new session sees a three-block free space map');
+$reader->query(q(SELECT octet_length(get_raw_page('t', 'fsm', 3))));
+like($reader->{stderr}, qr/block number 3 is out of range/,
+	'the reader sees a three-block free space map too');
+$reader->{stderr} = '';
+$reader->query_safe('ROLLBACK');
+$reader->quit;
+
+$node->stop;
+done_testing();
