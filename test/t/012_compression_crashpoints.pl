@@ -91,15 +91,16 @@ sub start_writers
 		'>', \$out, '2>', \$err);
 }
 
-# background_sql(SQL): run SQL in a psql of its own, in the background
+# background_sql(SQL...): run each SQL as a transaction of its own, in a
+# psql in the background
 sub background_sql
 {
-	my ($sql) = @_;
+	my @sql = map { ('-c', $_) } @_;
 	my ($out, $err) = ('', '');
 	return IPC::Run::start(
 		[
 			'psql', '-X', '-h', $node->host, '-p', $node->port,
-			'-c', $sql, 'postgres'
+			@sql, 'postgres'
 		],
 		'>', \$out, '2>', \$err);
 }
@@ -115,17 +116,17 @@ sub waiter
 		"SELECT pid FROM pg_stat_activity WHERE wait_event = '$point' LIMIT 1");
 }
 
-# crash_at(POINT, TRIGGER): attach a wait at POINT, run the writers and
-# the SQL TRIGGER (in the background), kill the first process that waits
-# there, and wait for crash recovery to finish.
+# crash_at(POINT, TRIGGER...): attach a wait at POINT, run the writers and
+# the SQL statements TRIGGER (in the background), kill the first process
+# that waits there, and wait for crash recovery to finish.
 sub crash_at
 {
-	my ($point, $trigger) = @_;
+	my ($point, @trigger) = @_;
 	$node->safe_psql('postgres',
 		"SELECT injection_points_attach('$point', 'wait')");
 	my $bench = start_writers();
 	usleep(1_000_000);
-	my $sql = background_sql($trigger);
+	my $sql = background_sql(@trigger);
 	my $pid = waiter($point);
 	my $type = $node->safe_psql('postgres',
 		"SELECT backend_type FROM pg_stat_activity WHERE pid = $pid");
@@ -170,25 +171,38 @@ sub space
 		garbage => $f[3], pages => $f[4] };
 }
 
-# check_space(REL, LABEL): every allocated byte is accounted for
-# (README.pcs): header block, the map's pages, live images and their
-# slack, reported garbage, and at most one preallocation step (a sixteenth
-# of the data area, at least 8 kB) with its file-system block rounding.
+# check_space(REL, LABEL): every allocated byte of the relation's segment
+# is accounted for (README.pcs, "Space a crash leaves behind"): the
+# garbage reported is exactly the units handed out (the allocation word in
+# the segment header) that no entry uses; the units the file holds beyond
+# those are at most one preallocation step (a sixteenth of the data area,
+# at least 8 kB); and the bytes the file system allocated are the header
+# block, the map's pages, that data area, and at most 16 kB of the file
+# system's own (ext4 counts its extent blocks in st_blocks).
 sub check_space
 {
 	my ($rel, $label) = @_;
+	my $path = $node->data_dir . '/'
+	  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('$rel')");
+	open my $fh, '<:raw', $path or die "open $path: $!";
+	read $fh, my $header, 64;
+	close $fh;
+	my $next_unit = unpack('V', substr($header, 32, 4));
 	my $s = space($rel);
-	my $data = $s->{stored} + $s->{slack} + $s->{garbage};
+	my $live_units = ($s->{stored} + $s->{slack}) / 512;
+	my $file_units = ((-s $path) - 2101248) / 512;
+	my $step = $next_unit / 16 > 16 ? $next_unit / 16 : 16;
 	my $map = 4096 * int(($s->{pages} * 16 + 4095) / 4096);
-	my $step = $data / 16 > 8192 ? $data / 16 : 8192;
-	my $unaccounted = $s->{physical} - (4096 + $map + $data);
-	cmp_ok($unaccounted, '<=', $step + 4096,
-		"$label: no space of $rel is lost beyond reported garbage "
-		  . "(unaccounted $unaccounted bytes, garbage $s->{garbage})");
+
+	is($s->{garbage}, ($next_unit - $live_units) * 512,
+		"$label: the garbage reported is every unit handed out that no entry uses");
+	cmp_ok($file_units - $next_unit, '<=', $step + 20,
+		"$label: beyond them the file holds at most one preallocation step");
+	cmp_ok($s->{physical}, '<=', 4096 + $map + $file_units * 512 + 16384,
+		"$label: the file system holds nothing else ($s->{physical} bytes, "
+		  . "garbage $s->{garbage})");
 	return $s;
 }
-
-my $garbage0 = space('t')->{garbage};
 
 # 1. After a page image is written, before its map entry is switched: the
 # checkpointer (or a backend evicting a page) stops there and is killed.
@@ -197,12 +211,26 @@ check_consistent('crash after an image write');
 check_space('t', 'crash after an image write');
 
 # 2. A page that outgrew its allocation has been written to fresh units,
-# its entry still points to the old ones.
-crash_at('pcs-write-relocate', 'CHECKPOINT');
+# its entry still points to the old ones.  A small table, not touched by
+# the writers, makes sure some page grows: its page is written with 20
+# rows, then gets 40 more before the checkpoint that writes it again.
+$node->safe_psql('postgres', q(
+CREATE TABLE r (id int, v text) TABLESPACE cts;
+INSERT INTO r SELECT g, md5(g::text) FROM generate_series(1, 20) g;
+CHECKPOINT;
+));
+crash_at('pcs-write-relocate',
+	'INSERT INTO r SELECT g, md5(g::text) || md5(random()::text) FROM generate_series(21, 60) g',
+	'CHECKPOINT');
 check_consistent('crash during relocation');
-my $s = check_space('t', 'crash during relocation');
-cmp_ok($s->{garbage}, '>', $garbage0,
-	'relocations and the crash left garbage, and it is reported');
+check_space('t', 'crash during relocation');
+my $r = check_space('r', 'crash during relocation');
+cmp_ok($r->{garbage}, '>', 0,
+	'the relocation interrupted by the crash left garbage, and it is reported');
+is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('r')"),
+	'0', 'verify_heapam finds nothing in the relocated table');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM r'),
+	'60', 'the relocated table has its rows');
 
 # 3. The checkpointer's fsync of a segment (md's sync handler, which pcs
 # segments use).
@@ -271,10 +299,17 @@ $node->safe_psql('postgres', 'CHECKPOINT');
 ok(!-e $node->data_dir . "/$file_before" || -s $node->data_dir . "/$file_before" == 0,
 	'the old relation file is gone after recovery and a checkpoint');
 
-# 7. Finally VACUUM FULL, uninterrupted, reclaims all garbage: first the
-# writers make some in the rewritten table, and a checkpoint writes it out.
-start_writers(3)->finish;
-$node->safe_psql('postgres', 'CHECKPOINT');
+# 7. Finally VACUUM FULL, uninterrupted, reclaims all garbage.  First
+# some: rows added to the rewritten table's last page between two
+# checkpoints make it outgrow the allocation of its first image.
+$node->safe_psql('postgres', q(
+INSERT INTO t SELECT -g, 0, md5(g::text) FROM generate_series(1, 20) g;
+INSERT INTO ledger SELECT id, length(v) FROM t WHERE id < 0;
+CHECKPOINT;
+INSERT INTO t SELECT -g, 0, md5(g::text) || md5(random()::text) FROM generate_series(21, 60) g;
+INSERT INTO ledger SELECT id, length(v) FROM t WHERE id < -20;
+CHECKPOINT;
+));
 my $before = space('t');
 cmp_ok($before->{garbage}, '>', 0, 'the writers since the rewrite left garbage');
 $node->safe_psql('postgres', 'VACUUM FULL t; CHECKPOINT;');
