@@ -52,7 +52,7 @@ CHECK_DIR := $(BUILD)/check
 
 .PHONY: all deps tree build install check check-patches check-upstream \
 	check-upstream-compressed demo \
-	refresh tree-reset clean distclean bench-toast
+	refresh tree-reset clean distclean bench-toast fuzz
 
 all: install
 
@@ -102,6 +102,11 @@ demo: install
 
 bench-toast: install
 	@$(TOP)/test/bench/toast/run.sh
+
+# The pcs fuzz target under libFuzzer for FUZZ_SECONDS (default 600); clang
+# and its sanitizer runtimes come from Debian (test/fuzz/run-fuzz.sh).
+fuzz: install
+	@$(TOP)/test/fuzz/run-fuzz.sh
 
 refresh:
 	@$(TOOLS)/tree.sh refresh

@@ -819,6 +819,9 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 				 errmsg("could not write block %u in file \"%s\": %m",
 						blkno, FilePathName(seg->vfd)),
 				 errhint("Check free disk space.")));
+	INJECTION_POINT("pcs-write-after-image");
+	if (first != old.first_unit && !pcs_entry_is_empty(&old))
+		INJECTION_POINT("pcs-write-relocate");
 
 	pcs_entry_set(&entry, segblock, first, len, units, raw,
 				  pcs_data_crc(src, len));
@@ -991,6 +994,7 @@ pcs_exists(SMgrRelation reln, ForkNumber forknum)
 void
 pcs_unlink(RelFileLocatorBackend rlocator, ForkNumber forknum, bool isRedo)
 {
+	INJECTION_POINT("pcs-unlink");
 	mdunlink(rlocator, forknum, isRedo);
 }
 
@@ -1334,6 +1338,7 @@ pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 		if (cur > keep)
 		{
 			pg_atomic_write_u32(&seg->header->nblocks, keep);
+			INJECTION_POINT("pcs-truncate");
 			pcs_seg_clear(seg, keep, cur);
 			pcs_register_dirty(reln, forknum, segno, seg);
 		}
@@ -1349,6 +1354,7 @@ pcs_immedsync(SMgrRelation reln, ForkNumber forknum)
 		mdimmedsync(reln, forknum);
 		return;
 	}
+	INJECTION_POINT("pcs-rewrite-sync");
 	for (BlockNumber segno = 0;; segno++)
 	{
 		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
@@ -1372,6 +1378,7 @@ pcs_registersync(SMgrRelation reln, ForkNumber forknum)
 		mdregistersync(reln, forknum);
 		return;
 	}
+	INJECTION_POINT("pcs-rewrite-sync");
 	for (BlockNumber segno = 0;; segno++)
 	{
 		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);

@@ -114,6 +114,13 @@ pcs_header_check(const PcsHeader *header)
 		return "unsupported compressed segment format version";
 	if (header->algorithm != PCS_ALGO_ZSTD && header->algorithm != PCS_ALGO_LZ4)
 		return "unknown compression algorithm in compressed segment header";
+	/* the writer uses the level; the CRC does not vouch for crafted bytes */
+	if (header->algorithm == PCS_ALGO_ZSTD &&
+		(header->level < PCS_ZSTD_MIN_LEVEL || header->level > PCS_ZSTD_MAX_LEVEL))
+		return "compression level out of range in compressed segment header";
+	/* no flag is defined in this format version: one set is not ours */
+	if (header->flags != 0)
+		return "unknown flags in compressed segment header";
 	if (header->unit_shift != PCS_UNIT_SHIFT ||
 		header->blcksz != BLCKSZ || header->relseg_size != RELSEG_SIZE)
 		return "compressed segment was made by a build with another block, segment or unit size";

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+#
+# make-corpus.sh: make the seed corpus of the pcs fuzz target from real
+# compressed segment files.
+#
+#   test/fuzz/make-corpus.sh [OUTDIR]     (default test/fuzz/corpus)
+#
+# Starts a throwaway cluster from build/install (as the test user when run
+# by root), fills two compressed tablespaces (zstd and lz4) with the kinds
+# of pages the storage manager meets (text-like heap rows, a btree, random
+# bytes that are stored raw, pages that grew and were relocated, a table
+# truncated by VACUUM), checkpoints, stops, and cuts the segment files into
+# inputs of each operation of pcs_fuzz.c: whole segments cut to their first
+# blocks, headers, map entries, page images, and plain pages for the round
+# trip.  Writes only new files; the committed corpus came from this script.
+
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=$(realpath -m "${1:-$TOP/test/fuzz/corpus}")
+WORK=$TOP/build/fuzz/seedwork
+. "$TOP/test/lib.sh"
+
+if [ "${PCS_CORPUS_INNER:-}" != 1 ]; then
+	rm -rf "$WORK"
+	mkdir -p "$WORK" "$OUT"
+	as_test_user "$WORK" env PCS_CORPUS_INNER=1 "$0" "$WORK/out"
+	cp -n "$WORK"/out/* "$OUT"/ 2>/dev/null || true
+	echo "--- corpus in $OUT: $(ls "$OUT" | wc -l) files"
+	exit 0
+fi
+
+BIN=$TOP/build/install/bin
+mkdir -p "$OUT"
+bench_cluster "$WORK"
+mkdir -p "$WORK/cts_lz4"
+"$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null
+trap '"$BIN/pg_ctl" -D "$WORK/data" -m immediate stop >/dev/null 2>&1 || true' EXIT
+
+"$BIN/psql" -X -q -h 127.0.0.1 -p "$port" -d postgres -v ON_ERROR_STOP=1 <<SQL
+CREATE TABLESPACE z LOCATION '$WORK/cts' WITH (compression = 'zstd');
+CREATE TABLESPACE l LOCATION '$WORK/cts_lz4' WITH (compression = 'lz4');
+CREATE TABLE zt (id int PRIMARY KEY USING INDEX TABLESPACE z, k int, v text) TABLESPACE z;
+CREATE TABLE lt (id int PRIMARY KEY USING INDEX TABLESPACE l, k int, v text) TABLESPACE l;
+INSERT INTO zt SELECT g, g % 97, repeat(md5(g::text), 1 + g % 4) FROM generate_series(1, 3000) g;
+INSERT INTO lt SELECT * FROM zt;
+-- pages that grow and move
+UPDATE zt SET v = v || repeat('y', 200) WHERE id % 7 = 0;
+UPDATE lt SET v = v || repeat('y', 200) WHERE id % 7 = 0;
+-- random bytes: stored raw
+CREATE TABLE zr (b bytea) TABLESPACE z;
+ALTER TABLE zr ALTER b SET STORAGE EXTERNAL;
+INSERT INTO zr SELECT decode(string_agg(lpad(to_hex((random() * 255)::int), 2, '0'), ''), 'hex')
+	FROM generate_series(1, 24000) g GROUP BY g % 8;
+-- truncated by VACUUM
+CREATE TABLE zv (id int, v text) TABLESPACE z;
+INSERT INTO zv SELECT g, md5(g::text) FROM generate_series(1, 2000) g;
+DELETE FROM zv WHERE id > 100;
+VACUUM zv;
+-- the same rows stored plain, for the round trip
+CREATE TABLE pt AS SELECT * FROM zt;
+CREATE INDEX pt_k ON pt (k);
+CHECKPOINT;
+SQL
+
+files=$("$BIN/psql" -X -A -t -h 127.0.0.1 -p "$port" -d postgres -c \
+	"SELECT c.relname || ' ' || pg_relation_filepath(c.oid) FROM pg_class c
+	 WHERE relname IN ('zt', 'lt', 'zt_pkey', 'lt_pkey', 'zr', 'zv', 'pt', 'pt_k')
+	    OR oid = (SELECT reltoastrelid FROM pg_class WHERE relname = 'zr')")
+"$BIN/pg_ctl" -D "$WORK/data" -w stop >/dev/null
+trap - EXIT
+
+# Cut the files into inputs; the layout is README.pcs's.
+echo "$files" | perl -e '
+use strict;
+use warnings;
+my ($data, $out) = @ARGV;
+my $map = 4096;
+my $area = 4096 + 131072 * 16;
+sub put
+{
+	my ($name, $bytes) = @_;
+	open my $fh, ">:raw", "$out/$name" or die "$out/$name: $!";
+	print $fh $bytes;
+	close $fh;
+}
+sub slurp
+{
+	my ($path) = @_;
+	open my $fh, "<:raw", $path or die "$path: $!";
+	local $/;
+	my $b = <$fh>;
+	close $fh;
+	return $b;
+}
+while (my $line = <STDIN>)
+{
+	chomp $line;
+	my ($rel, $path) = split / /, $line;
+	$rel = "zr_toast" if $rel =~ /^pg_toast/;
+	my $file = slurp("$data/$path");
+	if (substr($file, 0, 8) ne pack("H*", "50435331ffffff7f"))
+	{
+		# a plain file: its pages seed the round trip (algorithm byte,
+		# capacity 8192)
+		for my $b (0, 1, 5)
+		{
+			next if length($file) < ($b + 1) * 8192;
+			put("roundtrip-$rel-$b", chr(4) . chr($b & 1) . pack("v", 8192)
+				  . substr($file, $b * 8192, 8192));
+		}
+		next;
+	}
+	my $header = substr($file, 0, 512);
+	my $algo = ord(substr($header, 12, 1));
+	my $nblocks = unpack("V", substr($header, 40, 4));
+	put("header-$rel", chr(0) . $header);
+	next if $nblocks == 0;
+	my @entries;
+	for my $b (0 .. $nblocks - 1)
+	{
+		push @entries, substr($file, $map + 16 * $b, 16);
+	}
+	# segments cut to their first blocks: header with the count lowered,
+	# the entries, the data area up to the last unit they use
+	for my $k (1, 4)
+	{
+		next if $k > $nblocks;
+		my $end = 0;
+		for my $b (0 .. $k - 1)
+		{
+			my ($first, $stored, $units) = unpack("V v C", $entries[$b]);
+			$end = $first + $units if $first + $units > $end;
+		}
+		next if $end > 64;    # keep seeds small: 32 kB of data at most
+		my $h = $header;
+		substr($h, 40, 4) = pack("V", $k);
+		put("segment-$rel-$k", chr(3) . $h . join("", @entries[0 .. $k - 1])
+			  . substr($file, $area, $end * 512));
+	}
+	for my $b (grep { $_ < $nblocks } (0, 1, 2, $nblocks - 1))
+	{
+		my ($first, $stored, $units, $flags) = unpack("V v C C", $entries[$b]);
+		put("entry-$rel-$b", chr(1) . pack("V V", $b, $first + $units + 1) . $entries[$b]);
+		next if $stored == 0;
+		put("image-$rel-$b", chr(2) . chr($algo)
+			  . substr($file, $area + 512 * $first, $stored));
+	}
+}
+' "$WORK/data" "$1"
+
+# Inputs at the limits of the format, written by hand: each is one step
+# past a bound that pcs_entry_check() or pcs_header_check() enforces, with
+# the checksums recomputed by the harness (operation byte | 0x80), so that
+# a check that goes missing is caught on replay, not only by a fuzzer that
+# happens to find the value again.
+perl -e '
+use strict;
+use warnings;
+my ($out) = @ARGV;
+sub put
+{
+	my ($name, $bytes) = @_;
+	open my $fh, ">:raw", "$out/$name" or die "$out/$name: $!";
+	print $fh $bytes;
+	close $fh;
+}
+# entry(first, stored, units, flags): a map entry, checksums left to the harness
+sub entry { return pack("V v C C V V", @_, 0, 0); }
+my $slot = pack("V V", 5, 1000);    # block 5, 1000 units handed out
+put("boundary-entry-stored-over-block", chr(0x81) . $slot . entry(10, 8193, 17, 1));
+put("boundary-entry-units-over-max", chr(0x81) . $slot . entry(10, 8000, 21, 1));
+put("boundary-entry-units-under-stored", chr(0x81) . $slot . entry(10, 8000, 15, 1));
+put("boundary-entry-past-limit", chr(0x81) . $slot . entry(985, 8000, 16, 1));
+put("boundary-entry-raw-short", chr(0x81) . $slot . entry(10, 8000, 16, 3));
+put("boundary-entry-unknown-flag", chr(0x81) . $slot . entry(10, 8000, 16, 5));
+# header(algorithm, level, flags, nblocks)
+sub header
+{
+	my ($algo, $level, $flags, $nblocks) = @_;
+	my $h = pack("H16 V C c C C V V V V Q V", "50435331ffffff7f", 1, $algo, $level,
+		9, $flags, 8192, 131072, 0, 0, 0, $nblocks);
+	return $h . ("\0" x (512 - length($h)));
+}
+put("boundary-header-level-over", chr(0x80) . header(1, 20, 0, 0));
+put("boundary-header-level-under", chr(0x80) . header(1, 0, 0, 0));
+put("boundary-header-flags", chr(0x80) . header(2, 1, 1, 0));
+put("boundary-header-nblocks-over", chr(0x80) . header(1, 1, 0, 131073));
+put("boundary-header-algorithm", chr(0x80) . header(3, 1, 0, 0));
+# a segment of one block whose entry claims more than a block of image
+put("boundary-segment-stored-over-block", chr(0x83) . header(1, 1, 0, 1)
+	  . entry(0, 8193, 17, 1) . ("\x55" x (512 * 20)));
+' "$OUT"

@@ -1,0 +1,369 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs_fuzz.c
+ *	  Fuzz target of the page-compressed storage format layer: drives the
+ *	  header and map-entry checks and the page decompressors of pcs_format.c
+ *	  with arbitrary bytes, the way the storage manager's read path does.
+ *
+ * One input is one operation, chosen by its first byte (the low three bits;
+ * bit 0x80 asks the harness to recompute the checksums the input carries,
+ * so that mutations get past them and reach the code behind them):
+ *
+ *	 0 header	   the rest is a segment header: pcs_header_check()
+ *	 1 entry	   segblock (4 bytes), unit limit (4), a map entry (16):
+ *				   pcs_entry_check()
+ *	 2 decompress  algorithm (1 byte), then an image: pcs_decompress_page()
+ *	 3 segment	   a segment with its map cut to the blocks it has: header
+ *				   (512 bytes), nblocks entries, data area; every block is
+ *				   read as pcs_read_block() in pcs.c reads it (entry check
+ *				   against the data area's size, image read, data CRC,
+ *				   decompression).  The seeds are real segment files.
+ *	 4 roundtrip   algorithm (1), capacity (2), a page: pcs_compress_page()
+ *				   then pcs_decompress_page() must give the page back
+ *
+ * Every buffer handed to pcs_format.c has exactly the size the read path
+ * gives it (heap blocks of that size, so AddressSanitizer sees a byte read
+ * or written past them), and what a check accepts is checked again here:
+ * an accepted header or entry that the read path could not use safely is a
+ * bug too, reported with abort().
+ *
+ * Built with clang -fsanitize=fuzzer,address,undefined by `make fuzz`, and
+ * with gcc and a small main() (replay_main.c) that feeds the committed
+ * corpus by test/t/004_pcs_fuzz_replay.pl, so `make check` needs no clang.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * test/fuzz/pcs_fuzz.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "port/pg_crc32c.h"
+#include "storage/pcs_format.h"
+
+int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FUZZ_OP_HEADER		0
+#define FUZZ_OP_ENTRY		1
+#define FUZZ_OP_DECOMPRESS	2
+#define FUZZ_OP_SEGMENT		3
+#define FUZZ_OP_ROUNDTRIP	4
+#define FUZZ_FIXUP			0x80
+
+/* Size of the header as a segment file holds it in the harness's input */
+#define FUZZ_HEADER_BYTES	512
+
+#ifdef USE_ASSERT_CHECKING
+/* Assertion failures abort, so that the fuzzer reports them */
+void
+ExceptionalCondition(const char *conditionName, const char *fileName,
+					 int lineNumber)
+{
+	fprintf(stderr, "TRAP: failed Assert(\"%s\"), File: \"%s\", Line: %d\n",
+			conditionName, fileName, lineNumber);
+	abort();
+}
+#endif
+
+/* Report a property the format layer broke, and stop */
+static void
+fuzz_fail(const char *what)
+{
+	fprintf(stderr, "pcs_fuzz: %s\n", what);
+	abort();
+}
+
+/* Read a little-endian uint32 from unaligned input */
+static uint32
+get_u32(const uint8_t *p)
+{
+	return (uint32) p[0] | ((uint32) p[1] << 8) | ((uint32) p[2] << 16) |
+		((uint32) p[3] << 24);
+}
+
+/* CRC32C of len bytes, as pcs_format.c computes its checksums */
+static uint32
+crc_of(const void *p, size_t len, const void *extra, size_t extralen)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, p, len);
+	if (extra != NULL)
+		COMP_CRC32C(crc, extra, extralen);
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/* Make a header's checksum match its fields (README.pcs: CRC32C of them) */
+static void
+fixup_header(PcsHeader *header)
+{
+	header->header_crc = crc_of(header, offsetof(PcsHeader, header_crc),
+								NULL, 0);
+}
+
+/* Make an entry's checksum match its fields and its slot */
+static void
+fixup_entry(PcsMapEntry *entry, BlockNumber segblock)
+{
+	if (pcs_entry_is_empty(entry))
+		return;
+	entry->entry_crc = crc_of(entry, offsetof(PcsMapEntry, entry_crc),
+							  &segblock, sizeof(segblock));
+}
+
+/* A header that passed pcs_header_check() must be one pcs.c can use */
+static void
+verify_accepted_header(const PcsHeader *h)
+{
+	if (h->magic != PCS_MAGIC || h->version != PCS_FORMAT_VERSION)
+		fuzz_fail("accepted a header with a foreign magic or version");
+	if (h->algorithm != PCS_ALGO_ZSTD && h->algorithm != PCS_ALGO_LZ4)
+		fuzz_fail("accepted a header with an unknown algorithm");
+	if (h->unit_shift != PCS_UNIT_SHIFT || h->blcksz != BLCKSZ ||
+		h->relseg_size != RELSEG_SIZE)
+		fuzz_fail("accepted a header of another build");
+	if (pg_atomic_read_u32(unconstify(pg_atomic_uint32 *, &h->nblocks)) > RELSEG_SIZE)
+		fuzz_fail("accepted a header with too many blocks");
+	if (h->algorithm == PCS_ALGO_ZSTD &&
+		(h->level < PCS_ZSTD_MIN_LEVEL || h->level > PCS_ZSTD_MAX_LEVEL))
+		fuzz_fail("accepted a header with a zstd level out of range");
+	if (h->flags != 0)
+		fuzz_fail("accepted a header with unknown flags");
+}
+
+/* A non-empty entry that passed pcs_entry_check() must be readable */
+static void
+verify_accepted_entry(const PcsMapEntry *e, uint32 unit_limit)
+{
+	if (pcs_entry_is_empty(e))
+		return;
+	if (e->stored == 0 || e->stored > BLCKSZ)
+		fuzz_fail("accepted an entry whose image does not fit a block");
+	if ((e->flags & PCS_ENTRY_RAW) && e->stored != BLCKSZ)
+		fuzz_fail("accepted a raw entry that is not a whole block");
+	if (e->units < pcs_units_for(e->stored) || e->units > PCS_MAX_UNITS)
+		fuzz_fail("accepted an entry with a bad unit count");
+	if ((uint64) e->first_unit + e->units > unit_limit)
+		fuzz_fail("accepted an entry pointing past the allocated units");
+}
+
+/* Operation header: check a header, from the input or with its CRC fixed */
+static void
+fuzz_header(const uint8_t *data, size_t size, bool fixup)
+{
+	PcsHeader  *h = calloc(1, sizeof(PcsHeader));
+
+	memcpy(h, data, Min(size, sizeof(PcsHeader)));
+	if (fixup)
+		fixup_header(h);
+	if (pcs_header_check(h) == NULL)
+		verify_accepted_header(h);
+	free(h);
+}
+
+/* Operation entry: check one map entry for a slot and a unit limit */
+static void
+fuzz_entry(const uint8_t *data, size_t size, bool fixup)
+{
+	PcsMapEntry *e;
+	BlockNumber segblock;
+	uint32		limit;
+
+	if (size < 8 + sizeof(PcsMapEntry))
+		return;
+	segblock = get_u32(data) % RELSEG_SIZE;
+	limit = get_u32(data + 4);
+	e = malloc(sizeof(PcsMapEntry));
+	memcpy(e, data + 8, sizeof(PcsMapEntry));
+	if (fixup)
+		fixup_entry(e, segblock);
+	if (pcs_entry_check(e, segblock, limit) == NULL)
+		verify_accepted_entry(e, limit);
+	free(e);
+}
+
+/*
+ * Decompress an image of exactly len bytes, as the read path hands it over,
+ * into a block of exactly BLCKSZ bytes.
+ */
+static void
+decompress_exact(PcsAlgorithm algo, const uint8_t *src, size_t len)
+{
+	char	   *image = malloc(Max(len, 1));
+	char	   *page = malloc(BLCKSZ);
+
+	memcpy(image, src, len);
+	(void) pcs_decompress_page(algo, image, (int) len, page);
+	free(page);
+	free(image);
+}
+
+/* Operation decompress: an arbitrary image for either decompressor */
+static void
+fuzz_decompress(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return;
+	/* the read path never hands over more than a block's worth */
+	decompress_exact((PcsAlgorithm) (data[0] % 4), data + 1,
+					 Min(size - 1, BLCKSZ));
+}
+
+/*
+ * Operation segment: read every block of a segment as pcs_read_block()
+ * does.  The input holds the header, the map entries of its blocks and the
+ * data area; the unit limit is the size of the data area, as it is for a
+ * segment opened in a new server generation.
+ */
+static void
+fuzz_segment(const uint8_t *data, size_t size, bool fixup)
+{
+	PcsHeader  *h;
+	uint32		nblocks;
+	size_t		map_bytes;
+	const uint8_t *map;
+	uint8_t    *area;
+	size_t		area_bytes;
+	uint32		limit;
+
+	if (size < FUZZ_HEADER_BYTES)
+		return;
+	h = calloc(1, sizeof(PcsHeader));
+	memcpy(h, data, sizeof(PcsHeader));
+	/* keep runs short: at most 64 blocks of the input are read */
+	nblocks = pg_atomic_read_u32(&h->nblocks);
+	if (fixup)
+	{
+		nblocks = Min(nblocks, 64);
+		pg_atomic_write_u32(&h->nblocks, nblocks);
+		fixup_header(h);
+	}
+	if (pcs_header_check(h) != NULL)
+	{
+		free(h);
+		return;
+	}
+	verify_accepted_header(h);
+
+	map = data + FUZZ_HEADER_BYTES;
+	map_bytes = Min((size_t) Min(nblocks, 64) * sizeof(PcsMapEntry),
+					size - FUZZ_HEADER_BYTES);
+	nblocks = map_bytes / sizeof(PcsMapEntry);
+	area_bytes = size - FUZZ_HEADER_BYTES - nblocks * sizeof(PcsMapEntry);
+	area = malloc(Max(area_bytes, 1));
+	memcpy(area, map + nblocks * sizeof(PcsMapEntry), area_bytes);
+	limit = (uint32) (area_bytes >> PCS_UNIT_SHIFT);
+
+	for (BlockNumber b = 0; b < nblocks; b++)
+	{
+		PcsMapEntry entry;
+		char	   *image;
+		char	   *page;
+		uint64		off;
+
+		memcpy(&entry, map + b * sizeof(PcsMapEntry), sizeof(entry));
+		if (fixup)
+			fixup_entry(&entry, b);
+		if (pcs_entry_check(&entry, b, limit) != NULL)
+			continue;
+		verify_accepted_entry(&entry, limit);
+		if (pcs_entry_is_empty(&entry))
+			continue;
+
+		/* FileRead of entry.stored bytes into a block-sized buffer */
+		image = malloc(BLCKSZ);
+		page = malloc(BLCKSZ);
+		off = (uint64) entry.first_unit << PCS_UNIT_SHIFT;
+		if (off + entry.stored <= area_bytes)
+		{
+			memcpy(image, area + off, entry.stored);
+			if (fixup)
+				entry.data_crc = pcs_data_crc(image, entry.stored);
+			if (pcs_data_crc(image, entry.stored) == entry.data_crc)
+			{
+				if (entry.flags & PCS_ENTRY_RAW)
+					memcpy(page, image, BLCKSZ);
+				else
+					(void) pcs_decompress_page(h->algorithm, image,
+											   entry.stored, page);
+			}
+		}
+		free(page);
+		free(image);
+	}
+	free(area);
+	free(h);
+}
+
+/* Operation roundtrip: what is compressed decompresses to the same page */
+static void
+fuzz_roundtrip(const uint8_t *data, size_t size)
+{
+	PcsAlgorithm algo;
+	int			capacity;
+	char	   *page;
+	char	   *dest;
+	char	   *back;
+	int			len;
+
+	if (size < 3)
+		return;
+	algo = (data[0] & 1) ? PCS_ALGO_LZ4 : PCS_ALGO_ZSTD;
+	capacity = (int) (((uint32) data[1] | ((uint32) data[2] << 8)) % (BLCKSZ + 1));
+	page = calloc(1, BLCKSZ);
+	memcpy(page, data + 3, Min(size - 3, BLCKSZ));
+	dest = malloc(Max(capacity, 1));
+	len = pcs_compress_page(algo, 1, page, dest, capacity);
+	if (len > capacity)
+		fuzz_fail("compression wrote more than its capacity");
+	if (len >= 0)
+	{
+		char	   *image = malloc(len);
+
+		memcpy(image, dest, len);
+		back = malloc(BLCKSZ);
+		if (pcs_decompress_page(algo, image, len, back) != NULL)
+			fuzz_fail("a compressed page does not decompress");
+		if (memcmp(page, back, BLCKSZ) != 0)
+			fuzz_fail("a compressed page decompresses to other bytes");
+		free(back);
+		free(image);
+	}
+	free(dest);
+	free(page);
+}
+
+/* The fuzzer's entry point: one input, one operation */
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	bool		fixup;
+
+	if (size < 1)
+		return 0;
+	fixup = (data[0] & FUZZ_FIXUP) != 0;
+	switch (data[0] & 0x07)
+	{
+		case FUZZ_OP_HEADER:
+			fuzz_header(data + 1, size - 1, fixup);
+			break;
+		case FUZZ_OP_ENTRY:
+			fuzz_entry(data + 1, size - 1, fixup);
+			break;
+		case FUZZ_OP_DECOMPRESS:
+			fuzz_decompress(data + 1, size - 1);
+			break;
+		case FUZZ_OP_SEGMENT:
+			fuzz_segment(data + 1, size - 1, fixup);
+			break;
+		case FUZZ_OP_ROUNDTRIP:
+			fuzz_roundtrip(data + 1, size - 1);
+			break;
+		default:
+			break;
+	}
+	return 0;
+}
