@@ -80,6 +80,25 @@ bench_as_test_user()
 	return $rc
 }
 
+# server_cpu_ticks DATADIR: CPU time (user + system, in clock ticks) the
+# server of DATADIR has used so far: its running processes' own time plus
+# the time of the children the postmaster has reaped, which includes every
+# backend of a session that has ended.  Differences between two calls with
+# only long-lived processes running in between (no session open at either
+# call but the caller's) are the server's CPU for what ran in between; the
+# load of other programs on the machine does not count.
+server_cpu_ticks()
+{
+	local pm
+	pm=$(head -1 "$1/postmaster.pid")
+	{
+		awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat"
+		for child in $(cat "/proc/$pm/task/$pm/children" 2>/dev/null); do
+			awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || true
+		done
+	} | awk '{s += $1} END {print s}'
+}
+
 # bench_cluster WORK: initdb a new cluster in WORK/data that listens on a free
 # port of 127.0.0.1 only (set in $port), with the settings compressed
 # tablespaces require, and an empty WORK/cts for one.  Callers append their

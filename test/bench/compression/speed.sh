@@ -11,9 +11,10 @@
 # scenario the server restarts with its shared_buffers, then oltp_read_only,
 # oltp_write_only and oltp_read_write run for SECONDS each, alternating plain
 # and compressed ROUNDS times (A B A B ...).  Reported: median TPS and the
-# compressed / plain ratio, machine CPU seconds per 1,000 transactions (from
-# /proc/stat, client included, the same client for both), and blocks the
-# server read from the kernel (pg_stat_io).
+# compressed / plain ratio, the server's CPU seconds per 1,000 transactions
+# (server_cpu_ticks of test/lib.sh: backends and background processes, not
+# the client, and not what else runs on the machine), and blocks the server
+# read from the kernel (pg_stat_io).
 #
 # Scenarios:
 #   shared_buffers  shared_buffers holds both databases (1 GB): compression
@@ -88,8 +89,6 @@ for db in plain compressed; do
 done
 psql -d postgres -c CHECKPOINT
 
-# cpu_jiffies: busy jiffies of the whole machine so far
-cpu_jiffies() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 # server_reads DB: blocks the server has read from the kernel, all contexts
 server_reads() { psql -d "$1" -c "SELECT coalesce(sum(reads), 0) FROM pg_stat_io"; }
 
@@ -118,10 +117,11 @@ for scenario in $SCENARIOS; do
 			for db in plain compressed; do
 				key="$scenario $workload $db"
 				r0=$(server_reads "$db")
-				c0=$(cpu_jiffies)
+				c0=$(server_cpu_ticks "$WORK/data")
 				t=$(sb "$db" "$workload" run --threads="$THREADS" --time="$SECONDS_PER_RUN" \
 					--report-interval=0 2>&1 | awk '/transactions:/ {gsub(/[()]/, "", $3); print $3}')
-				c1=$(cpu_jiffies)
+				sleep 1	# the postmaster reaps the run's backends
+				c1=$(server_cpu_ticks "$WORK/data")
 				r1=$(server_reads "$db")
 				tps[$key]="${tps[$key]:-} $t"
 				cpu[$key]="${cpu[$key]:-} $(awk -v c=$((c1 - c0)) -v hz="$hz" -v t="$t" -v s="$SECONDS_PER_RUN" 'BEGIN { printf "%.3f", c / hz / (t * s / 1000) }')"
@@ -145,7 +145,7 @@ done
 	fi
 	echo "- sizes: plain $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('plain'))"), compressed $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('compressed'))") (after the runs)"
 	echo
-	echo "| scenario | workload | plain TPS | compressed TPS | ratio | CPU s / 1000 tx plain | compressed | server block reads plain | compressed |"
+	echo "| scenario | workload | plain TPS | compressed TPS | ratio | server CPU s / 1000 tx plain | compressed | server block reads plain | compressed |"
 	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
 	for scenario in $SCENARIOS; do
 		for workload in oltp_read_only oltp_write_only oltp_read_write; do
