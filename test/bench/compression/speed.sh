@@ -14,7 +14,8 @@
 # compressed / plain ratio, the server's CPU seconds per 1,000 transactions
 # (server_cpu_ticks of test/lib.sh: backends and background processes, not
 # the client, and not what else runs on the machine), and blocks the server
-# read from the kernel (pg_stat_io).
+# read from the kernel (pg_stat_io); in the I/O-bound rig also the bytes
+# read from the disk per 1,000 transactions (the rig's blkio counters).
 #
 # Scenarios:
 #   shared_buffers  shared_buffers holds both databases (1 GB): compression
@@ -92,7 +93,20 @@ psql -d postgres -c CHECKPOINT
 # server_reads DB: blocks the server has read from the kernel, all contexts
 server_reads() { psql -d "$1" -c "SELECT coalesce(sum(reads), 0) FROM pg_stat_io"; }
 
-declare -A tps cpu reads
+# disk_read_bytes: bytes read from the disk by the rig's processes so far
+# (blkio accounting of its control group), 0 without the rig
+disk_read_bytes()
+{
+	local f=/sys/fs/cgroup/blkio/pgrig/blkio.throttle.io_service_bytes
+
+	if [ -n "${PGSTRATA_RIG:-}" ] && [ -r "$f" ]; then
+		awk '$2 == "Read" {s += $3} END {printf "%.0f\n", s}' "$f"
+	else
+		echo 0
+	fi
+}
+
+declare -A tps cpu reads disk
 hz=$(getconf CLK_TCK)
 
 for scenario in $SCENARIOS; do
@@ -117,6 +131,7 @@ for scenario in $SCENARIOS; do
 			for db in plain compressed; do
 				key="$scenario $workload $db"
 				r0=$(server_reads "$db")
+				d0=$(disk_read_bytes)
 				c0=$(server_cpu_ticks "$WORK/data")
 				t=$(sb "$db" "$workload" run --threads="$THREADS" --time="$SECONDS_PER_RUN" \
 					--report-interval=0 2>&1 | awk '/transactions:/ {gsub(/[()]/, "", $3); print $3}')
@@ -126,6 +141,8 @@ for scenario in $SCENARIOS; do
 				tps[$key]="${tps[$key]:-} $t"
 				cpu[$key]="${cpu[$key]:-} $(awk -v c=$((c1 - c0)) -v hz="$hz" -v t="$t" -v s="$SECONDS_PER_RUN" 'BEGIN { printf "%.3f", c / hz / (t * s / 1000) }')"
 				reads[$key]="${reads[$key]:-} $((r1 - r0))"
+				d1=$(disk_read_bytes)
+				disk[$key]="${disk[$key]:-} $(awk -v d=$((d1 - d0)) -v t="$t" -v s="$SECONDS_PER_RUN" 'BEGIN { printf "%.1f", d / 1048576 / (t * s / 1000) }')"
 			done
 		done
 	done
@@ -145,8 +162,8 @@ done
 	fi
 	echo "- sizes: plain $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('plain'))"), compressed $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('compressed'))") (after the runs)"
 	echo
-	echo "| scenario | workload | plain TPS | compressed TPS | ratio | server CPU s / 1000 tx plain | compressed | server block reads plain | compressed |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| scenario | workload | plain TPS | compressed TPS | ratio | server CPU s / 1000 tx plain | compressed | server block reads plain | compressed | disk MB read / 1000 tx plain | compressed |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for scenario in $SCENARIOS; do
 		for workload in oltp_read_only oltp_write_only oltp_read_write; do
 			p="$scenario $workload plain"
@@ -155,7 +172,8 @@ done
 			awk -v s="$scenario" -v w="$workload" -v tp="$tp" -v tc="$tc" \
 				-v cp="$(median ${cpu[$p]})" -v cc="$(median ${cpu[$c]})" \
 				-v rp="$(median ${reads[$p]})" -v rc="$(median ${reads[$c]})" \
-				'BEGIN { printf "| %s | %s | %.1f | %.1f | %.3f | %.3f | %.3f | %d | %d |\n", s, w, tp, tc, tc / tp, cp, cc, rp, rc }'
+				-v dp="$(median ${disk[$p]})" -v dc="$(median ${disk[$c]})" \
+				'BEGIN { printf "| %s | %s | %.1f | %.1f | %.3f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n", s, w, tp, tc, tc / tp, cp, cc, rp, rc, dp, dc }'
 		done
 	done
 	echo
