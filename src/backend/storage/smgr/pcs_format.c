@@ -255,7 +255,9 @@ pcs_data_crc(const char *data, int len)
  *
  * The page is skipped when the slack exceeds what lz4 saved: even with every
  * repeat lz4 found for free, and the rest coded at the entropy bound, zstd
- * could not reach the limit.  Pages that compress are sent to zstd after a
+ * could not reach the limit.  That zstd finds no repeats that lz4 misses is
+ * the one assumption; on bytes this close to random, the repeats there are
+ * long ones, which both find.  Pages that compress are sent to zstd after a
  * histogram of a 512-byte sample spread over the page, whose collision entropy
  * is below 7.5 bits for nearly all of them; only pages that look random
  * there pay for the rest.  The test reads nothing but the page, so its
@@ -264,6 +266,8 @@ pcs_data_crc(const char *data, int len)
  * compressed with zstd at levels 1, 3 or 19 or with lz4.  An lz4 tablespace
  * does not use it: an lz4 attempt costs no more than the test.
  */
+#ifdef USE_LZ4
+
 #define PCS_SAMPLE_BLOCKS	16
 #define PCS_SAMPLE_BYTES	32
 
@@ -333,6 +337,8 @@ pcs_log2_fixed(uint64 num, uint64 den)
 	}
 	return result;
 }
+
+#endif							/* USE_LZ4 */
 
 /*
  * Is this page one on which zstd could surely not save a unit?  True means
