@@ -138,8 +138,8 @@ for c in sgml mixed; do
 		vals[$c $cf]=$(q -c "SELECT sum(pg_column_size(body)) FROM $tab")
 		# against pglz on the values both compressed (t_${c}_pglz keeps
 		# its copy: pglz comes first and no other configuration uses it)
-		both[$c $cf]=$(q -c "SELECT round((sum(pg_column_size(t.body))::numeric /
-				sum(pg_column_size(p.body)) - 1) * 100, 1)
+		both[$c $cf]=$(q -c "SELECT to_char((sum(pg_column_size(t.body))::numeric /
+				sum(pg_column_size(p.body)) - 1) * 100, 'SG990.0')
 			FROM $tab t JOIN t_${c}_pglz p USING (id)
 			WHERE pg_column_compression(t.body) IS NOT NULL
 			  AND pg_column_compression(p.body) IS NOT NULL")
