@@ -2,7 +2,8 @@
  *
  * pcs_format_test.c
  *	  Unit tests of the page-compressed storage format layer (pcs_format.c):
- *	  header and map-entry validation, the page codec, allocation sizes.
+ *	  header and map-entry validation, the page codec, allocation sizes,
+ *	  the incompressibility estimate.
  *
  * Built and run by test/t/003_pcs_format_unit.pl against the installed
  * server headers; prints TAP.  The format layer does no I/O and raises no
@@ -15,6 +16,13 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#ifdef USE_LZ4
+#include <lz4.h>
+#endif
+#ifdef USE_ZSTD
+#include <zstd.h>
+#endif
 
 #include "storage/pcs_format.h"
 
@@ -213,12 +221,288 @@ test_codec(PcsAlgorithm algo)
 	check(pcs_compress_page(algo, 1, page, comp, sizeof(comp)) == -1, msg);
 }
 
+/*
+ * The estimate is built only with lz4 (its probe), and matters only for
+ * zstd tablespaces.
+ */
+#if defined(USE_LZ4) && defined(USE_ZSTD)
+
+/* The next pseudo-random number of a test's private sequence */
+static unsigned
+next_rand(unsigned *seed)
+{
+	*seed = *seed * 1103515245 + 12345;
+	return *seed >> 16;
+}
+
+/*
+ * Could any compressor a tablespace may use store this page in fewer units
+ * than raw?  Asked of libzstd and liblz4 directly, not of
+ * pcs_compress_page(), which consults the estimate under test.
+ */
+static bool
+page_compresses(const char *page, bool thorough)
+{
+	char		out[2 * BLCKSZ];
+	const int	limit = BLCKSZ - PCS_UNIT_SIZE;
+
+	{
+		const int	levels[] = {1, 3, 19};
+
+		for (int i = 0; i < lengthof(levels); i++)
+		{
+			size_t		r;
+
+			if (levels[i] > 3 && !thorough)
+				continue;
+			r = ZSTD_compress(out, sizeof(out), page, BLCKSZ, levels[i]);
+			if (!ZSTD_isError(r) && (int) r <= limit)
+				return true;
+		}
+	}
+	{
+		int			r = LZ4_compress_default(page, out, BLCKSZ, sizeof(out));
+
+		if (r > 0 && r <= limit)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A page of TOAST chunks of a value compressed already, as the TOAST
+ * relation of a zstd column holds: a page header, four line pointers and
+ * four tuples of a heap header, chunk id, sequence number, varlena header
+ * and 1996 bytes of zstd output of text.  False if zstd gave too few bytes.
+ */
+static bool
+make_toast_page(char *page, unsigned seed)
+{
+	static char text[64 * 1024];
+	static char packed[64 * 1024 + 1024];
+	const char *words[] = {"select", "from", "where", "table", "index",
+		"the", "a", "of", "value", "page", "compressed", "tablespace",
+	"storage", "row", "column", "and"};
+	size_t		packed_len;
+	int			off = 0;
+	int			upper = BLCKSZ;
+
+	while (off < (int) sizeof(text) - 16)
+	{
+		const char *w = words[next_rand(&seed) & 15];
+
+		memcpy(text + off, w, strlen(w));
+		off += strlen(w);
+		text[off++] = (next_rand(&seed) & 7) == 0 ? '\n' : ' ';
+	}
+	packed_len = ZSTD_compress(packed, sizeof(packed), text, off, 3);
+	if (ZSTD_isError(packed_len) || packed_len < 4 * 1996)
+		return false;
+
+	memset(page, 0, BLCKSZ);
+	for (int t = 0; t < 4; t++)
+	{
+		uint32		xmin = 7777;
+		uint32		chunk_id = 16400 + seed % 100;
+		uint32		len = 24 + 12 + 1996;
+		uint32		lp;
+		int32		seq = t;
+		uint32		vl = (1996 + 4) << 2;
+
+		upper -= MAXALIGN(len);
+		memcpy(page + upper, &xmin, 4);
+		page[upper + 16] = (char) (t + 1);	/* ctid offset */
+		page[upper + 18] = 3;	/* natts */
+		page[upper + 21] = 0x08;	/* infomask */
+		page[upper + 22] = 24;	/* hoff */
+		memcpy(page + upper + 24, &chunk_id, 4);
+		memcpy(page + upper + 28, &seq, 4);
+		memcpy(page + upper + 32, &vl, 4);
+		memcpy(page + upper + 36, packed + t * 1996, 1996);
+		lp = (uint32) upper | (1U << 15) | (len << 17);
+		memcpy(page + 24 + 4 * t, &lp, 4);
+	}
+	page[12] = 24 + 16;			/* pd_lower */
+	memcpy(page + 14, &upper, 2);	/* pd_upper */
+	return true;
+}
+
+/*
+ * One family of pages around a threshold of the estimate.  Every page the
+ * estimate skips must be one that no compressor could store in fewer units;
+ * the family must hold compressible pages, or it tests nothing.
+ */
+static void
+check_family(const char *name, void (*make) (char *page, int i), int n)
+{
+	char		page[BLCKSZ];
+	char		scratch[BLCKSZ];
+	char		msg[200];
+	int			skipped = 0;
+	int			compressible = 0;
+	int			wrong = -1;
+
+	for (int i = 0; i < n; i++)
+	{
+		bool		skip;
+
+		make(page, i);
+		skip = pcs_page_incompressible(page, scratch);
+		skipped += skip;
+		if (page_compresses(page, skip))
+		{
+			compressible++;
+			if (skip && wrong < 0)
+				wrong = i;
+		}
+	}
+	snprintf(msg, sizeof(msg),
+			 "estimate, %s: no compressible page skipped (%d of %d pages compressible, %d skipped%s)",
+			 name, compressible, n, skipped, wrong >= 0 ? ", a compressible one among them" : "");
+	check(wrong < 0 && compressible > 0, msg);
+}
+
+/* random bytes with a run of i * 32 zeros in the middle */
+static void
+family_zero_run(char *page, int i)
+{
+	make_random_page(page, 100 + i);
+	memset(page + 1000, 0, i * 32);
+}
+
+/* random bytes drawn from 96 + 4 * i byte values: entropy near 7.5 bits */
+static void
+family_alphabet(char *page, int i)
+{
+	unsigned	seed = 200 + i;
+	int			k = 96 + 4 * i;
+
+	for (int j = 0; j < BLCKSZ; j++)
+		page[j] = (char) (next_rand(&seed) % k);
+}
+
+/* random bytes, a stretch of i * 16 of them repeated further on */
+static void
+family_repeat(char *page, int i)
+{
+	make_random_page(page, 300 + i);
+	memcpy(page + 4000, page + 1234, i * 16);
+}
+
+/*
+ * random bytes, and every 24-byte row from 1 + i * 4 % 64 in every 64
+ * taken from a small dictionary: many short repeats, none long
+ */
+static void
+family_short_repeats(char *page, int i)
+{
+	unsigned	seed = 400 + i;
+	char		dict[8][24];
+
+	make_random_page(page, 500 + i);
+	for (int d = 0; d < 8; d++)
+		for (int j = 0; j < 24; j++)
+			dict[d][j] = (char) next_rand(&seed);
+	for (int row = 0; row + 24 <= BLCKSZ; row += 24)
+		if (next_rand(&seed) % 64 < 1 + i * 4 % 64)
+			memcpy(page + row, dict[next_rand(&seed) & 7], 24);
+}
+
+/*
+ * random bytes where the estimate's first sample looks (the middle 32 bytes
+ * of every sixteenth of the page), text-like bytes of an alphabet of
+ * 8 + 8 * i letters everywhere else
+ */
+static void
+family_between_samples(char *page, int i)
+{
+	unsigned	seed = 600 + i;
+	int			step = BLCKSZ / 16;
+
+	for (int j = 0; j < BLCKSZ; j++)
+	{
+		int			in_block = j % step;
+
+		if (in_block >= (step - 32) / 2 && in_block < (step + 32) / 2)
+			page[j] = (char) next_rand(&seed);
+		else
+			page[j] = (char) ('a' + next_rand(&seed) % (8 + 8 * i));
+	}
+}
+
+/*
+ * random bytes where the first sample looks and in every fourth byte
+ * elsewhere, letters of an alphabet of 8 + 8 * i in the other bytes: a test
+ * that counted only some of the page's bytes would see random bytes
+ */
+static void
+family_strided(char *page, int i)
+{
+	unsigned	seed = 700 + i;
+	int			step = BLCKSZ / 16;
+
+	for (int j = 0; j < BLCKSZ; j++)
+	{
+		int			in_block = j % step;
+
+		if ((in_block >= (step - 32) / 2 && in_block < (step + 32) / 2) || j % 4 == 0)
+			page[j] = (char) next_rand(&seed);
+		else
+			page[j] = (char) ('a' + next_rand(&seed) % (8 + 8 * i));
+	}
+}
+
+/*
+ * The incompressibility estimate: it must skip random bytes and pages of
+ * compressed TOAST chunks, and never a page a compressor could shrink by a
+ * unit.
+ */
+static void
+test_estimate(void)
+{
+	char		page[BLCKSZ];
+	char		scratch[BLCKSZ];
+	bool		all;
+
+	all = true;
+	for (int i = 0; i < 20; i++)
+	{
+		make_random_page(page, 1000 + i);
+		all &= pcs_page_incompressible(page, scratch);
+	}
+	check(all, "estimate: pages of random bytes are skipped");
+
+	all = true;
+	for (int i = 0; i < 20; i++)
+	{
+		all &= make_toast_page(page, 2000 + i) &&
+			pcs_page_incompressible(page, scratch) && !page_compresses(page, false);
+	}
+	check(all, "estimate: pages of zstd-compressed TOAST chunks are skipped (and do not compress)");
+
+	memset(page, 0, BLCKSZ);
+	check(!pcs_page_incompressible(page, scratch), "estimate: a zero page is not skipped");
+	make_text_page(page, 3);
+	check(!pcs_page_incompressible(page, scratch), "estimate: a text page is not skipped");
+
+	check_family("random with a zero run", family_zero_run, 40);
+	check_family("random over fewer byte values", family_alphabet, 41);
+	check_family("random with a repeated stretch", family_repeat, 64);
+	check_family("random with short repeated rows", family_short_repeats, 32);
+	check_family("random only where the sample looks", family_between_samples, 8);
+	check_family("random where the sample looks and in every fourth byte", family_strided, 8);
+}
+#endif							/* USE_LZ4 && USE_ZSTD */
+
 int
 main(void)
 {
 	test_header();
 	test_entry();
 	test_allocation();
+#if defined(USE_LZ4) && defined(USE_ZSTD)
+	test_estimate();
+#endif
 #ifdef USE_ZSTD
 	test_codec(PCS_ALGO_ZSTD);
 #endif

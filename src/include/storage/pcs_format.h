@@ -217,6 +217,7 @@ extern const char *pcs_entry_check(const PcsMapEntry *entry,
 								   BlockNumber segblock, uint32 unit_limit);
 extern int	pcs_units_to_allocate(int stored, bool grown);
 
+extern bool pcs_page_incompressible(const char *page, char *scratch);
 extern int	pcs_compress_page(PcsAlgorithm algorithm, int level,
 							  const char *page, char *dest, int capacity);
 extern const char *pcs_decompress_page(PcsAlgorithm algorithm,

@@ -63,7 +63,8 @@ trap stop EXIT
 "$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w -o "-p $port -k $sockdir \
 	-c listen_addresses=127.0.0.1 -c shared_buffers=1GB -c max_connections=40 \
 	-c fsync=off -c synchronous_commit=off -c full_page_writes=off \
-	-c max_wal_size=4GB -c checkpoint_timeout=30min -c autovacuum=off" start >/dev/null
+	-c max_wal_size=4GB -c checkpoint_timeout=30min -c autovacuum=off \
+	-c polar_bulk_extend_size=0" start >/dev/null
 export PGHOST=127.0.0.1 PGPORT=$port PGUSER=postgres PGDATABASE=postgres
 
 q()
@@ -73,22 +74,8 @@ q()
 
 # The corpora: file lists, sorted with the C locale so that a machine with
 # the same files gives the same list.
-sgml=$TOP/build/postgresql/doc/src/sgml
-find "$sgml" -type f -name '*.sgml' | LC_ALL=C sort >"$WORK/sgml.list"
-# every Nth of the readable files between 1 kB and 1 MB of each directory
-sample()
-{
-	local dir=$1 want=$2 all
-	all=$(find "$dir" -type f -readable -size +1k -size -1024k 2>/dev/null | LC_ALL=C sort)
-	echo "$all" | awk -v n="$(echo "$all" | wc -l)" -v want="$want" \
-		'BEGIN { step = n / want; if (step < 1) step = 1; next_at = 0 }
-		 NR > next_at && NF { print; next_at += step }'
-}
-{
-	sample /usr/share/doc 200
-	sample /usr/include 200
-	sample /usr/bin 100
-} >"$WORK/mixed.list"
+. "$TOP/test/bench/toast/corpus.sh"
+toast_corpus_lists "$WORK"
 
 methods="pglz lz4 zstd none"
 clients="1 16"
@@ -204,7 +191,7 @@ done
 	echo "- server: $("$BIN/postgres" --version)"
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) memory"
 	echo "- zstd level: $(q -c 'SHOW toast_zstd_level') (toast_zstd_level default); libzstd $(q -c "SELECT 1" >/dev/null; ldd "$BIN/postgres" | awk '/libzstd/ { print $3 }' | xargs -r readlink -f | sed 's/.*libzstd.so.//')"
-	echo "- settings: shared_buffers=1GB, fsync=off, synchronous_commit=off, full_page_writes=off, autovacuum=off; all data in memory"
+	echo "- settings: shared_buffers=1GB, fsync=off, synchronous_commit=off, full_page_writes=off, autovacuum=off, polar_bulk_extend_size=0 (heap pre-extension would add up to 4 MB of empty pages to a TOAST relation past 8 MB); all data in memory"
 	echo "- corpora: sgml = $(wc -l <"$WORK/sgml.list") files of doc/src/sgml; mixed = $(wc -l <"$WORK/mixed.list") files, every Nth readable file of 1 kB to 1 MB of /usr/share/doc (200), /usr/include (200), /usr/bin (100), sorted by name"
 	echo "- each workload: pgbench with N clients, $REPS transactions per client, client k of N takes the files with id % N = k; wall time in ms of the whole pgbench run (connections included), median of $RUNS runs. An insert run starts from an empty table and inserts the corpus $REPS times; select and substr then read the table the last insert run left ($REPS copies), each client its share $REPS times, so a select run reads the corpus $((REPS * REPS)) times"
 	echo "- sizes: after loading one copy of the corpus (INSERT ... SELECT, 1 client) and VACUUM ANALYZE"

@@ -14,10 +14,13 @@
 # the storage manager tries to compress each page, fails on the TOAST chunks
 # (they are zstd output already) and stores them raw.  Reported: median
 # wall time of the INSERT and of the CHECKPOINT, and the checkpointer's CPU
-# time per page written (from /proc), with the compressed / plain ratio;
-# how the TOAST relation is stored (pgstrata_compression); and, for scale,
-# the CPU time of one zstd compression attempt on each of the same pages
-# (test/bench/compression/page_ideal.c on the plain copy's files).
+# time per page written (from /proc/PID/schedstat, in nanoseconds), with the
+# compressed / plain ratio; how the TOAST relation is stored
+# (pgstrata_compression); and, on the plain copy's TOAST pages
+# (test/bench/toast/page_estimate.c, built against pcs_format.c), the CPU time
+# of one zstd level-1 compression attempt and of the incompressibility
+# estimate that now comes before it, so that the extra CPU time per page of
+# the compressed tablespace can be told in attempts.
 #
 # Environment: ROUNDS (5), COPIES (20).
 
@@ -62,9 +65,8 @@ psql -c "CREATE TABLESPACE cts LOCATION '$WORK/cts' WITH (compression = 'zstd')"
 	-c "CHECKPOINT"
 
 checkpointer=$(psql -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")
-clk=$(getconf CLK_TCK)
-# cpu: the checkpointer's user + system CPU time, in clock ticks
-cpu() { awk '{ print $14 + $15 }' "/proc/$checkpointer/stat"; }
+# cpu: the checkpointer's CPU time (user and system) in nanoseconds
+cpu() { awk '{ print $1 }' "/proc/$checkpointer/schedstat"; }
 # ms SQL: wall milliseconds of one statement
 ms()
 {
@@ -91,13 +93,18 @@ for r in $(seq 1 "$ROUNDS"); do
 			WHERE relation IN ('t_cts'::regclass,
 				(SELECT reltoastrelid FROM pg_class WHERE relname = 't_cts')::regclass)
 			AND fork = 'main'")
-		cpu_us[$ts]+="$(awk -v c=$((c1 - c0)) -v k="$clk" -v p="$pages" 'BEGIN { printf "%.2f", c / k * 1e6 / p }') "
+		cpu_us[$ts]+="$(awk -v c=$((c1 - c0)) -v p="$pages" 'BEGIN { printf "%.2f", c / 1000 / p }') "
 	done
 done
 
-gcc -O2 -o "$WORK/page_ideal" "$TOP/test/bench/compression/page_ideal.c" -lzstd
+pgc=$BIN/pg_config
+# shellcheck disable=SC2046
+$("$pgc" --cc) $("$pgc" --cflags) $("$pgc" --cppflags) -I"$TOP/src/include" \
+	-I"$("$pgc" --includedir-server)" -o "$WORK/page_estimate" \
+	"$TOP/test/bench/toast/page_estimate.c" "$TOP/src/backend/storage/smgr/pcs_format.c" \
+	-L"$("$pgc" --libdir)" -lpgcommon -lpgport $("$pgc" --libs | tr ' ' '\n' | grep -E '^-l(zstd|lz4|m)$')
 toastfile=$WORK/data/$(psql -c "SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE relname = 't_pg_default'")
-read -r _ _ _ _ attempt_ns < <("$WORK/page_ideal" 1 "$toastfile"*)
+read -r est_pages est_skipped est_compressible est_wrong estimate_ns attempt_ns < <("$WORK/page_estimate" 1 "$toastfile"*)
 
 stats=$(psql -F ' | ' -c "
 SELECT fork, logical_pages, stored_pages, raw_pages,
@@ -127,7 +134,7 @@ row()
 	echo "- data: doc/src/sgml, $COPIES copies: $raw_mb MiB of text, $stored_mb MiB as zstd TOAST values"
 	echo
 	echo "Medians of $ROUNDS rounds, plain (pg_default) and compressed (cts) alternating."
-	echo "CPU: the checkpointer's user + system time per page it wrote."
+	echo "CPU: the checkpointer's CPU time (/proc/PID/schedstat) per page it wrote."
 	echo
 	echo "| step | plain | compressed | compressed / plain |"
 	echo "|---|---:|---:|---:|"
@@ -135,8 +142,13 @@ row()
 	row "CHECKPOINT" ms checkpoint_ms
 	row "checkpointer CPU per page" "µs" cpu_us
 	echo
-	echo "One zstd level-1 compression attempt on a page of that TOAST relation"
-	echo "(nearly all fail): $(awk -v n="$attempt_ns" 'BEGIN { printf "%.1f", n / 1000 }') µs of CPU."
+	p=$(median ${cpu_us[pg_default]})
+	c=$(median ${cpu_us[cts]})
+	echo "On the $est_pages pages of that TOAST relation (page_estimate.c, the plain copy's files):"
+	echo
+	echo "- one zstd level-1 compression attempt: $(awk -v n="$attempt_ns" 'BEGIN { printf "%.1f", n / 1000 }') µs of CPU per page; $est_compressible of the pages would compress by a unit or more"
+	echo "- the incompressibility estimate (pcs_page_incompressible()): $(awk -v n="$estimate_ns" 'BEGIN { printf "%.1f", n / 1000 }') µs per page, $(awk -v a="$estimate_ns" -v b="$attempt_ns" 'BEGIN { printf "%.2f", a / b }') attempts; it skips $est_skipped pages (stores them raw without trying), $est_wrong of them compressible"
+	echo "- **the compressed tablespace's extra checkpointer CPU per page: $(awk -v p="$p" -v c="$c" 'BEGIN { printf "%.1f", c - p }') µs = $(awk -v p="$p" -v c="$c" -v a="$attempt_ns" 'BEGIN { printf "%.2f", (c - p) * 1000 / a }') attempts** (medians above)"
 	echo
 	echo "The TOAST relation in the compressed tablespace:"
 	echo
