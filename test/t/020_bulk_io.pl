@@ -206,6 +206,15 @@ for my $ts ('pg_default', 'cts')
 	is($d->{heap_pre_extended_blocks}, 512, "$ts: default: of 512 blocks");
 	is(pages($big) - $p0, 512, "$ts: default: the table grew by 4 MB at once");
 
+	# The first part of the window was added through shared buffers, so the
+	# inserts that take those pages from the FSM read nothing from the file.
+	my $read = $node->safe_psql('postgres',
+		"BEGIN; " . insert_sql($big, 2000) . ";
+		 SELECT pg_stat_get_xact_blocks_fetched('$big'::regclass) -
+				pg_stat_get_xact_blocks_hit('$big'::regclass);
+		 COMMIT;");
+	is($read, 0, "$ts: inserts into the pre-extended pages read no block");
+
 	$p0 = pages($big);
 	$d = delta(insert_sql($big, 4000));
 	is($d->{heap_pre_extensions}, 0,

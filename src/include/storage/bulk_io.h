@@ -20,6 +20,7 @@
 #define BULK_IO_H
 
 #include "storage/block.h"
+#include "storage/buf.h"
 #include "storage/bufpage.h"
 #include "storage/smgr.h"
 #include "utils/relcache.h"
@@ -79,6 +80,7 @@ extern bool bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst,
 /* heap pre-extension */
 extern bool bulk_io_heap_wants_pre_extension(Relation rel);
 extern BlockNumber bulk_io_heap_pre_extend(Relation rel,
+										   BufferAccessStrategy strategy,
 										   BlockNumber next_block,
 										   uint32 extended_by);
 extern void bulk_io_heap_record_free(Relation rel, BlockNumber from,

@@ -236,21 +236,36 @@ bulk_io_heap_wants_pre_extension(Relation rel)
 }
 
 /*
- * Zero-extend a heap relation to the end of the pre-extension window.
+ * Extend a heap relation to the end of the pre-extension window.
  *
  * The caller holds the relation extension lock and has just extended the
  * relation by extended_by blocks with buffers, ending before next_block.
- * The rest of the window is added without buffers (smgrzeroextend uses
- * fallocate where it can, and a compressed fork only raises its logical
- * size).  Returns the new end of the relation; the caller enters
- * [next_block, that end) into the FSM once it has released the lock.
+ * Returns the new end of the relation; the caller enters [next_block, that
+ * end) into the FSM once it has released the lock.
+ *
+ * The first part of the rest of the window is added through the buffer
+ * manager too, in batches its pin limit allows, and each buffer is released
+ * at once: the pages are then valid, clean, all-zero buffers, and the
+ * inserters that later take them from the FSM find them there instead of
+ * reading zeros back from the file (a COPY into a large table did one read
+ * system call per pre-extended page before).  Those buffers come from the
+ * caller's strategy ring when it has one (COPY's bulk-write ring), from the
+ * whole pool otherwise, so at most 1/PRE_EXTEND_BUFFER_SHARE of shared
+ * buffers is used that way: a window must not push a busy pool's useful
+ * pages out.  The rest, if any, is zero-extended without buffers
+ * (smgrzeroextend uses fallocate where it can, and a compressed fork only
+ * raises its logical size).
  */
+#define PRE_EXTEND_BUFFER_SHARE 32
+
 BlockNumber
-bulk_io_heap_pre_extend(Relation rel, BlockNumber next_block,
-						uint32 extended_by)
+bulk_io_heap_pre_extend(Relation rel, BufferAccessStrategy strategy,
+						BlockNumber next_block, uint32 extended_by)
 {
 	BlockNumber window = (BlockNumber) polar_bulk_extend_size;
 	BlockNumber nblocks;
+	BlockNumber buffered;
+	BlockNumber done = 0;
 
 	if (extended_by >= window)
 		return next_block;
@@ -260,8 +275,24 @@ bulk_io_heap_pre_extend(Relation rel, BlockNumber next_block,
 	if (nblocks == 0)
 		return next_block;
 
-	smgrzeroextend(RelationGetSmgr(rel), MAIN_FORKNUM, next_block,
-				   (int) nblocks, false);
+	buffered = Min(nblocks, (BlockNumber) (NBuffers / PRE_EXTEND_BUFFER_SHARE));
+	while (done < buffered)
+	{
+		Buffer		buffers[64];
+		uint32		got = 0;
+
+		ExtendBufferedRelBy(BMR_REL(rel), MAIN_FORKNUM, strategy,
+							EB_SKIP_EXTENSION_LOCK,
+							Min(buffered - done, lengthof(buffers)),
+							buffers, &got);
+		for (uint32 i = 0; i < got; i++)
+			ReleaseBuffer(buffers[i]);
+		done += got;
+	}
+
+	if (done < nblocks)
+		smgrzeroextend(RelationGetSmgr(rel), MAIN_FORKNUM, next_block + done,
+					   (int) (nblocks - done), false);
 
 	bulk_io_count(BULK_IO_HEAP_EXTENSIONS, 1);
 	bulk_io_count(BULK_IO_HEAP_EXTENDED_BLOCKS, extended_by + nblocks);
