@@ -23,7 +23,8 @@
 #   every rescan drops blocks already read ahead;
 # - a SCROLL cursor moved back and forth (the planner puts a Material node
 #   on top; without SCROLL, moving back is refused);
-# - a temporary table (local buffers).
+# - a temporary table (local buffers);
+# - a table of contrib/refdata (heap's scans under another access method).
 #
 # Then ALTER TABLE ... SET TABLESPACE of a temporary table: combined reads
 # at the default, none at 0, the same rows and clean amcheck afterwards.
@@ -358,5 +359,21 @@ SELECT 'checked' FROM (SELECT bt_index_check('tt_k_idx', true)) s;
 		}
 	}
 }
+
+# A table of contrib/refdata, which stores and scans as heap does (only
+# writes differ): its bitmap scans read in bulk too.
+$node->safe_psql('postgres', q(
+CREATE EXTENSION refdata;
+CREATE TABLE rd (id int, k int, m int, v text) USING refdata;
+INSERT INTO rd SELECT * FROM bm_pg_default;
+CREATE INDEX rd_k ON rd (k);
+VACUUM ANALYZE rd;
+));
+check_case("refdata table: exact bitmap",
+	sql => "SELECT count(*), md5(string_agg(id || ':' || v, ',' ORDER BY id)) FROM rd WHERE k BETWEEN 1000 AND 3000",
+	plan => qr/Bitmap Heap Scan on rd/,
+	blocks => $node->safe_psql('postgres',
+		"$seqscan SELECT count(DISTINCT (ctid::text::point)[0]) FROM rd WHERE k BETWEEN 1000 AND 3000"),
+	evict => evict_sql('rd'));
 
 done_testing();

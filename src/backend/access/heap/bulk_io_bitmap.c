@@ -39,9 +39,9 @@
  * turned off in the node, but the AM still tests for it).  Rescans and the
  * end of the scan drop the queue and its pins (heap_rescan, heap_endscan).
  *
- * With polar_bulk_read_size at 0 or one block, or for table AMs other than
- * heap, the node gets the iterator's own results and the AM reads as stock
- * PostgreSQL does.
+ * With polar_bulk_read_size at 0 or one block, or for table AMs that do not
+ * scan as heap does, the node gets the iterator's own results and the AM
+ * reads as stock PostgreSQL does.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -123,6 +123,24 @@ copy_result(BulkIoBitmapState *state, TBMIterateResult **slot,
 }
 
 /*
+ * Whether a table AM scans as heap does: its scan descriptors are heap's
+ * (heap_beginscan, heap_rescan, heap_endscan) and its bitmap scans read
+ * through bulk_io_bitmap_read().  True for heap, and for AMs that copy
+ * heap's routine and change only how rows are written (contrib/refdata).
+ */
+static bool
+scans_as_heap(const TableAmRoutine *am)
+{
+	const TableAmRoutine *heap = GetHeapamTableAmRoutine();
+
+	return am == heap ||
+		(am->scan_begin == heap->scan_begin &&
+		 am->scan_rescan == heap->scan_rescan &&
+		 am->scan_end == heap->scan_end &&
+		 am->scan_bitmap_next_block == heap->scan_bitmap_next_block);
+}
+
+/*
  * The bulk state of a heap bitmap scan, created on first use; NULL for other
  * table AMs, and while bulk reads are off and nothing is queued.
  */
@@ -132,7 +150,7 @@ get_state(TableScanDesc scan)
 	HeapScanDesc hscan = (HeapScanDesc) scan;
 	BulkIoBitmapState *state;
 
-	if (scan->rs_rd->rd_tableam != GetHeapamTableAmRoutine())
+	if (!scans_as_heap(scan->rs_rd->rd_tableam))
 		return NULL;
 	if (hscan->rs_bulk_bitmap != NULL)
 		return hscan->rs_bulk_bitmap;
