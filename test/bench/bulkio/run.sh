@@ -14,6 +14,13 @@
 #                   after a restart
 #   set_tablespace  ALTER TABLE SET TABLESPACE to a        polar_bulk_read_size
 #                   second tablespace, after a restart
+#   bitmap          a bitmap heap scan of half the table    polar_bulk_read_size
+#                   (a range of id), after a restart
+#   bitmap_lossy    the same with work_mem = 64kB, so       polar_bulk_read_size
+#                   that the bitmap is lossy
+#   temp_set_tablespace  ALTER TABLE SET TABLESPACE of a    polar_bulk_read_size
+#                   temporary copy of the table (created
+#                   in the same session, not measured)
 #   create_index    CREATE INDEX on (v)                  polar_index_create_bulk_extend_size
 #   copy            COPY FROM a file into a new table    polar_bulk_extend_size
 #   insert_N        single-row INSERTs from N = 1, 4, 16 polar_bulk_extend_size
@@ -33,7 +40,10 @@
 # blkio/pgrig" starts the server inside those control groups).  The results
 # say which.
 #
-# Environment: ROUNDS (3), ROWS (1000000), INSERT_TX (2000 per client).
+# Environment: ROUNDS (3), ROWS (1000000), INSERT_TX (2000 per client),
+# SCENARIOS (all of them; a list of names such as "bitmap bitmap_lossy
+# temp_set_tablespace" runs only those, and the inserts only if it names
+# insert).
 
 set -euo pipefail
 
@@ -45,7 +55,8 @@ OUT=${1:-/dev/stdout}
 ROUNDS=${ROUNDS:-3}
 ROWS=${ROWS:-1000000}
 INSERT_TX=${INSERT_TX:-2000}
-export ROUNDS ROWS INSERT_TX
+SCENARIOS=${SCENARIOS:-"seqscan vacuum set_tablespace bitmap bitmap_lossy temp_set_tablespace create_index copy insert"}
+export ROUNDS ROWS INSERT_TX SCENARIOS
 
 if [ "$(id -u)" = 0 ]; then
 	bench_as_test_user "$WORK" "$OUT" "$0"
@@ -94,13 +105,17 @@ CHECKPOINT;
 EOF
 table_mb=$(psql -c "SELECT pg_relation_size('big') / 1048576")
 
-# measure SETTING VALUE SQL: run SQL in one session with SETTING = VALUE;
-# prints "seconds syscr syscw bulk_reads heap_pre_ext index_pre_ext"
+# measure SETTING VALUE SQL [PRE]: run SQL in one session with SETTING =
+# VALUE, after PRE (not measured); prints "seconds syscr syscw bulk_reads
+# heap_pre_ext index_pre_ext"
 measure()
 {
-	local setting=$1 value=$2 sql=$3
+	local setting=$1 value=$2 sql=$3 pre=${4:-}
 	psql <<EOF
 SET $setting = $value;
+\o /dev/null
+$pre
+\o
 SELECT pgstrata_bulk_io_reset();
 SELECT pg_read_file('/proc/' || pg_backend_pid() || '/io') AS io0 \gset
 SELECT clock_timestamp() AS t0 \gset
@@ -126,15 +141,16 @@ record()
 	raw[$key]="${raw[$key]:-}$line"$'\n'
 }
 
-# scenario NAME SETTING DEFAULT RESTART SQL [CLEANUP]
+# scenario NAME SETTING DEFAULT RESTART SQL [CLEANUP [PRE]]
 scenario()
 {
-	local name=$1 setting=$2 def=$3 restart_first=$4 sql=$5 cleanup=${6:-}
+	local name=$1 setting=$2 def=$3 restart_first=$4 sql=$5 cleanup=${6:-} pre=${7:-}
+	case " $SCENARIOS " in *" $name "*) ;; *) return 0 ;; esac
 	for r in $(seq "$ROUNDS"); do
 		for value in 0 "$def"; do
 			[ "$restart_first" = yes ] && restart
 			local line
-			line=$(measure "$setting" "$value" "$sql" | tr '|' ' ')
+			line=$(measure "$setting" "$value" "$sql" "$pre" | tr '|' ' ')
 			record "$name/$value" "$line"
 			[ -n "$cleanup" ] && psql -c "$cleanup" >/dev/null
 			echo "$name $setting=$value round $r: $line" >&2
@@ -146,14 +162,29 @@ scenario seqscan polar_bulk_read_size 16 yes "SELECT count(*) FROM big"
 scenario vacuum polar_bulk_read_size 16 yes "VACUUM (DISABLE_PAGE_SKIPPING) big"
 scenario set_tablespace polar_bulk_read_size 16 yes \
 	"ALTER TABLE big SET TABLESPACE ts2" "ALTER TABLE big SET TABLESPACE pg_default"
+# a bitmap heap scan of the middle half of the table: long runs of
+# consecutive blocks, exact or (64kB of work_mem) lossy
+bitmap_sql="SET enable_seqscan = off; SET enable_indexscan = off;
+SELECT count(*), sum(length(v)) FROM big WHERE id BETWEEN $((ROWS / 4)) AND $((3 * ROWS / 4))"
+psql -c "CREATE INDEX big_id ON big (id)" -c "CHECKPOINT"
+scenario bitmap polar_bulk_read_size 16 yes "$bitmap_sql"
+scenario bitmap_lossy polar_bulk_read_size 16 yes "SET work_mem = '64kB'; $bitmap_sql"
+psql -c "DROP INDEX big_id"
+# a temporary copy of the table moved to the second tablespace; the copy is
+# made in the same session before the measurement, with 8 MB of local
+# buffers, so that most of it is read from the file
+scenario temp_set_tablespace polar_bulk_read_size 16 no \
+	"ALTER TABLE tbig SET TABLESPACE ts2" "" \
+	"CREATE TEMP TABLE tbig AS SELECT * FROM big;"
 scenario create_index polar_index_create_bulk_extend_size 512 no \
 	"CREATE INDEX big_v ON big (v)" "DROP INDEX big_v"
 scenario copy polar_bulk_extend_size 512 no \
 	"CREATE TABLE c (id int, v text); COPY c FROM '$WORK/big.copy'" "DROP TABLE c"
 
 # single-row inserts from N clients: TPS from pgbench
+case " $SCENARIOS " in *" insert "*) ;; *) INSERT_CLIENTS= ;; esac
 echo 'INSERT INTO ins VALUES (:client_id * 100000000 + random(1, 99999999), repeat(md5(random()::text), 3));' >"$WORK/insert.sql"
-for clients in 1 4 16; do
+for clients in ${INSERT_CLIENTS-1 4 16}; do
 	for r in $(seq "$ROUNDS"); do
 		for value in 0 512; do
 			psql -c "ALTER SYSTEM SET polar_bulk_extend_size = $value" -c "SELECT pg_reload_conf()" >/dev/null
@@ -178,7 +209,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 {
 	echo "# polar_bulk_* settings: 0 against the default"
 	echo
-	echo "- command: \`test/bench/bulkio/run.sh\` (ROUNDS=$ROUNDS ROWS=$ROWS INSERT_TX=$INSERT_TX)"
+	echo "- command: \`test/bench/bulkio/run.sh\` (ROUNDS=$ROUNDS ROWS=$ROWS INSERT_TX=$INSERT_TX SCENARIOS=\"$SCENARIOS\")"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); shared with other jobs, noisy"
 	echo "- table: $ROWS rows, $table_mb MB; shared_buffers 128MB; restarts empty shared buffers, not the page cache"
@@ -194,20 +225,25 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 	echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 	for s in "seqscan polar_bulk_read_size 16" "vacuum polar_bulk_read_size 16" \
 		"set_tablespace polar_bulk_read_size 16" \
+		"bitmap polar_bulk_read_size 16" "bitmap_lossy polar_bulk_read_size 16" \
+		"temp_set_tablespace polar_bulk_read_size 16" \
 		"create_index polar_index_create_bulk_extend_size 512" \
 		"copy polar_bulk_extend_size 512"; do
 		set -- $s
+		[ -n "${raw[$1/0]:-}" ] || continue
 		t0=$(med 1 "$1/0"); t1=$(med 1 "$1/$3")
 		echo "| $1 | $2 | $t0 | $t1 | $(ratio "$t1" "$t0") | $(med 2 "$1/0") | $(med 2 "$1/$3") | $(med 3 "$1/0") | $(med 3 "$1/$3") | $(med 4 "$1/$3") |"
 	done
 	echo
-	echo "| single-row INSERT | TPS at polar_bulk_extend_size 0 | TPS at 4MB | 4MB / 0 | pre-extensions per run at 4MB |"
-	echo "| --- | --- | --- | --- | --- |"
-	for clients in 1 4 16; do
-		t0=$(med 1 "insert_$clients/0"); t1=$(med 1 "insert_$clients/512")
-		echo "| $clients clients | $t0 | $t1 | $(ratio "$t1" "$t0") | $(med 2 "insert_$clients/512") |"
-	done
-	echo
+	if [ -n "${INSERT_CLIENTS-1 4 16}" ]; then
+		echo "| single-row INSERT | TPS at polar_bulk_extend_size 0 | TPS at 4MB | 4MB / 0 | pre-extensions per run at 4MB |"
+		echo "| --- | --- | --- | --- | --- |"
+		for clients in ${INSERT_CLIENTS-1 4 16}; do
+			t0=$(med 1 "insert_$clients/0"); t1=$(med 1 "insert_$clients/512")
+			echo "| $clients clients | $t0 | $t1 | $(ratio "$t1" "$t0") | $(med 2 "insert_$clients/512") |"
+		done
+		echo
+	fi
 	echo "Raw runs (seconds or TPS, read calls, write calls, bulk reads, heap pre-extensions, index pre-extensions):"
 	echo
 	echo '```'

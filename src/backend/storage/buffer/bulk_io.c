@@ -10,10 +10,11 @@
  * - polar_bulk_read_size: the combine size of every read stream, so that
  *   one setting governs read-ahead (0 reads one block at a time), and the
  *   copy of ALTER TABLE ... SET TABLESPACE (RelationCopyStorage) through a
- *   read stream into shared buffers instead of one smgrread per block
- *   (VACUUM's first heap pass and B-tree vacuum scans got read streams in
- *   vacuumlazy.c and nbtree.c, with bulk_io_block_range_next for the
- *   latter);
+ *   read stream into shared buffers instead of one smgrread per block, or
+ *   for temporary relations with vectored reads into the bulk writer's
+ *   pages (VACUUM's first heap pass and B-tree vacuum scans got read
+ *   streams in vacuumlazy.c and nbtree.c, with bulk_io_block_range_next
+ *   for the latter);
  *
  * - heap pre-extension: a relation of at least
  *   polar_min_bulk_extend_table_size blocks that runs out of free space
@@ -42,6 +43,7 @@
  */
 #include "postgres.h"
 
+#include "common/relpath.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/bufmgr.h"
@@ -160,16 +162,77 @@ bulk_io_block_range_next(ReadStream *stream, void *callback_private_data,
 }
 
 /*
+ * Copy a fork of a temporary relation with reads of up to
+ * polar_bulk_read_size blocks straight into the bulk writer's pages.
+ *
+ * A temporary relation's pages live in this backend's local buffers, which
+ * the buffer manager of 17 cannot read without a relcache entry, so the
+ * file is read directly, as the stock copy does (the caller has flushed the
+ * local buffers), but one run of blocks per system call instead of one
+ * block.  Every page is verified as the stock copy does.
+ */
+static void
+bulk_io_copy_storage_direct(SMgrRelation src, SMgrRelation dst,
+							ForkNumber forknum, bool use_wal)
+{
+	BulkWriteState *bulkstate;
+	BlockNumber nblocks;
+	BlockNumber blkno = 0;
+	int			limit = bulk_io_read_combine_limit();
+
+	bulkstate = smgr_bulk_start_smgr(dst, forknum, use_wal);
+	nblocks = smgrnblocks(src, forknum);
+
+	while (blkno < nblocks)
+	{
+		BulkWriteBuffer bufs[MAX_IO_COMBINE_LIMIT];
+		void	   *pages[MAX_IO_COMBINE_LIMIT];
+		int			n = (int) Min((BlockNumber) limit, nblocks - blkno);
+
+		/* If we got a cancel signal during the copy of the data, quit */
+		CHECK_FOR_INTERRUPTS();
+
+		for (int i = 0; i < n; i++)
+		{
+			bufs[i] = smgr_bulk_get_buf(bulkstate);
+			pages[i] = bufs[i]->data;
+		}
+		smgrreadv(src, forknum, blkno, pages, n);
+		bulk_io_count_read(n);
+
+		for (int i = 0; i < n; i++)
+		{
+			if (!PageIsVerifiedExtended((Page) pages[i], blkno + i,
+										PIV_LOG_WARNING | PIV_REPORT_STAT))
+			{
+				/* the path first, as RelationCopyStorage does */
+				char	   *relpath = relpathbackend(src->smgr_rlocator.locator,
+													 src->smgr_rlocator.backend,
+													 forknum);
+
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("invalid page in block %u of relation %s",
+								blkno + i, relpath)));
+			}
+			/* the kind of page is unknown, so it is logged whole */
+			smgr_bulk_write(bulkstate, blkno + i, bufs[i], false);
+		}
+		blkno += n;
+	}
+	smgr_bulk_finish(bulkstate);
+}
+
+/*
  * Copy a fork through a read stream: RelationCopyStorage's work with reads
  * of up to polar_bulk_read_size blocks into shared buffers.
  *
- * Returns false, having done nothing, when the setting is 0 or the relation
- * is temporary (its pages live in local buffers, which the buffer manager of
- * 17 cannot read without a relcache entry); the caller then copies block by
- * block as stock PostgreSQL does.  The reads verify every page as a scan
- * does: a damaged page is an ERROR naming relation and block.  The source's
- * buffers go away with its storage at commit; BAS_BULKREAD keeps the copy
- * from pushing other data out of shared buffers.
+ * Returns false, having done nothing, when the setting is 0; the caller then
+ * copies block by block as stock PostgreSQL does.  A temporary relation is
+ * copied by bulk_io_copy_storage_direct().  The reads verify every page as a
+ * scan does: a damaged page is an ERROR naming relation and block.  The
+ * source's buffers go away with its storage at commit; BAS_BULKREAD keeps
+ * the copy from pushing other data out of shared buffers.
  */
 bool
 bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst, ForkNumber forknum,
@@ -181,8 +244,13 @@ bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst, ForkNumber forknum,
 	ReadStream *stream;
 	Buffer		buf;
 
-	if (polar_bulk_read_size <= 0 || SmgrIsTemp(src))
+	if (polar_bulk_read_size <= 0)
 		return false;
+	if (SmgrIsTemp(src))
+	{
+		bulk_io_copy_storage_direct(src, dst, forknum, use_wal);
+		return true;
+	}
 
 	bulkstate = smgr_bulk_start_smgr(dst, forknum, use_wal);
 	strategy = GetAccessStrategy(BAS_BULKREAD);
