@@ -1317,6 +1317,15 @@ void
 pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 			 BlockNumber nblocks)
 {
+	/*
+	 * Nothing to do, as in mdtruncate().  Checked first because the callers
+	 * run in a critical section, where the format lookup of a fork that
+	 * never had bytes (its answer is not cached, see pcs_fork_format())
+	 * would allocate memory.
+	 */
+	if (old_blocks == nblocks)
+		return;
+
 	if (!pcs_is_compressed(reln, forknum))
 	{
 		mdtruncate(reln, forknum, old_blocks, nblocks);
