@@ -2,8 +2,10 @@
 #
 # run.sh: foreign-key-heavy pgbench, heap parent vs refdata parent.
 #
-# Many clients insert order lines that reference a 10-row parent table.
-# For each client count (default 8 32 64), ROUNDS rounds (default 3) of one
+# Many clients insert order lines that reference a 10-row parent table
+# (workload "fk", fk_insert.sql), or only read the parent by key (workload
+# "ro", lookup.sql: refdata must never be slower there).  For each workload
+# of WORKLOADS (default "fk ro") and client count (default 8 32 64), ROUNDS rounds (default 3) of one
 # pgbench run of DURATION seconds (default 20) per parent access method,
 # heap and refdata alternately with the order swapped every round, against
 # one throwaway cluster on 127.0.0.1.  Per run: TPS, WAL bytes, MultiXacts
@@ -12,7 +14,7 @@
 # MultiXact SLRU ones).  Then the medians per client count and the ratios.
 # Results go to stdout; results.md in this directory is one such run.
 #
-#   [ROUNDS=3] test/bench/refdata/run.sh [DURATION [CLIENTS...]]
+#   [ROUNDS=3] [WORKLOADS="fk ro"] test/bench/refdata/run.sh [DURATION [CLIENTS...]]
 #
 # Run as root, it runs the cluster as the test user (test/lib.sh).
 
@@ -34,6 +36,7 @@ DURATION=${1:-20}
 shift || true
 CLIENTS=${*:-8 32 64}
 ROUNDS=${ROUNDS:-3}
+WORKLOADS=${WORKLOADS:-fk ro}
 
 port=$(perl -MIO::Socket::INET -e \
 	'print IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1", LocalPort => 0)->sockport')
@@ -72,7 +75,8 @@ for am in heap refdata; do
 done
 
 for am in heap refdata; do
-	sed "s/@AM@/$am/g" "$HERE/fk_insert.sql" >"$WORK/fk_insert_$am.sql"
+	sed "s/@AM@/$am/g" "$HERE/fk_insert.sql" >"$WORK/fk_$am.sql"
+	sed "s/@AM@/$am/g" "$HERE/lookup.sql" >"$WORK/ro_$am.sql"
 done
 
 # CPU time of the backends that have exited, in clock ticks: the postmaster
@@ -98,6 +102,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 printf '%-8s %-6s %-8s %10s %10s %12s %10s %10s %12s %12s\n' clients round parent tps xacts wal_bytes cpu_us/xact multixacts lock_waits lwlock_waits
 : >"$WORK/runs"
+for wl in $WORKLOADS; do
 for c in $CLIENTS; do
 	for round in $(seq 1 "$ROUNDS"); do
 		order="heap refdata"
@@ -123,7 +128,7 @@ for c in $CLIENTS; do
 			c0=$(backend_cpu_ticks)
 			"$BIN/pgbench" -n -h 127.0.0.1 -p "$port" -U postgres -M prepared \
 				-c "$c" -j "$c" -T "$DURATION" \
-				-f "$WORK/fk_insert_$am.sql" postgres >"$WORK/pgbench.out" 2>"$WORK/pgbench.err"
+				-f "$WORK/${wl}_$am.sql" postgres >"$WORK/pgbench.out" 2>"$WORK/pgbench.err"
 			tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$WORK/pgbench.out")
 			xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$WORK/pgbench.out")
 			touch "$WORK/stop"
@@ -136,25 +141,27 @@ for c in $CLIENTS; do
 			w1=$(psql -c "SELECT pg_current_wal_lsn()")
 			wal=$(psql -c "SELECT pg_wal_lsn_diff('$w1', '$w0')::bigint")
 			m1=$(next_mxid)
-			printf '%-8s %-6s %-8s %10s %10s %12s %10s %10s %12s %12s\n' "$c" "$round" "$am" \
+			printf '%-8s %-6s %-8s %10s %10s %12s %10s %10s %12s %12s\n' "$wl:$c" "$round" "$am" \
 				"$tps" "$xacts" "$wal" "$cpu" $((m1 - m0)) "$lockw" "$lww"
-			echo "$c $am $tps $((wal / xacts)) $((m1 - m0)) $cpu" >>"$WORK/runs"
+			echo "$wl:$c $am $tps $((wal / xacts)) $((m1 - m0)) $cpu" >>"$WORK/runs"
 		done
 	done
+done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # medians per client count and parent, and refdata / heap
 med() { median $(awk -v c="$1" -v a="$2" -v f="$3" '$1 == c && $2 == a {print $f}' "$WORK/runs"); }
 echo
-echo "| clients | heap TPS | refdata TPS | TPS ratio | heap backend CPU µs/xact | refdata | CPU ratio | heap WAL B/xact | refdata | WAL ratio | heap MultiXacts | refdata |"
+echo "| workload:clients | heap TPS | refdata TPS | TPS ratio | heap backend CPU µs/xact | refdata | CPU ratio | heap WAL B/xact | refdata | WAL ratio | heap MultiXacts | refdata |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-for c in $CLIENTS; do
+for c in $(awk '{print $1}' "$WORK/runs" | uniq); do
 	ht=$(med "$c" heap 3) rt=$(med "$c" refdata 3)
 	hw=$(med "$c" heap 4) rw=$(med "$c" refdata 4)
 	awk -v c="$c" -v ht="$ht" -v rt="$rt" -v hw="$hw" -v rw="$rw" \
 		-v hc="$(med "$c" heap 6)" -v rc="$(med "$c" refdata 6)" \
 		-v hm="$(med "$c" heap 5)" -v rm="$(med "$c" refdata 5)" 'BEGIN {
-		printf "| %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %d | %d |\n",
-			c, ht, rt, rt / ht, hc, rc, rc / hc, hw, rw, rw / hw, hm, rm }'
+		printf "| %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.0f | %.0f | %s | %d | %d |\n",
+			c, ht, rt, rt / ht, hc, rc, rc / hc, hw, rw,
+			hw > 0 ? sprintf("%.2f", rw / hw) : "-", hm, rm }'
 done
