@@ -99,6 +99,37 @@ server_cpu_ticks()
 	} | awk '{s += $1} END {print s}'
 }
 
+# rig_make GROUP MEM_MB READ_MBPS: the I/O-bound rig of the team's
+# io-bound-rig.md (as root): control groups memory/GROUP and blkio/GROUP
+# (cgroup v1) limiting memory, page cache included, to MEM_MB MiB and reads
+# from the root file system's device to READ_MBPS MiB/s, joinable by the
+# test user.  Sets RIG_DEV (the device) and RIG_DESC (a line for results).
+# Callers remove the groups with rig_remove GROUP (trap it on EXIT).
+rig_make()
+{
+	local group=$1 mem=$2 mbps=$3 cg=/sys/fs/cgroup
+
+	[ -d "$cg/memory" ] && [ -d "$cg/blkio" ] || return 1
+	ensure_test_user
+	RIG_DEV=$(lsblk -no MAJ:MIN "$(findmnt -no SOURCE /)" | head -1 | tr -d ' ')
+	rig_remove "$group"
+	mkdir -p "$cg/memory/$group" "$cg/blkio/$group"
+	echo $((mem * 1024 * 1024)) >"$cg/memory/$group/memory.limit_in_bytes"
+	echo "$RIG_DEV $((mbps * 1024 * 1024))" >"$cg/blkio/$group/blkio.throttle.read_bps_device"
+	chown "$TEST_USER" "$cg/memory/$group/cgroup.procs" "$cg/blkio/$group/cgroup.procs"
+	RIG_DESC="memory (with page cache) $mem MiB, reads from device $RIG_DEV ($(findmnt -no SOURCE /)) throttled to $mbps MiB/s"
+}
+
+# rig_remove GROUP: remove the rig's control groups, if there are any.
+rig_remove()
+{
+	local g
+
+	for g in memory blkio; do
+		rmdir "/sys/fs/cgroup/$g/$1" 2>/dev/null || true
+	done
+}
+
 # bench_cluster WORK: initdb a new cluster in WORK/data that listens on a free
 # port of 127.0.0.1 only (set in $port), with the settings compressed
 # tablespaces require, and an empty WORK/cts for one.  Callers append their

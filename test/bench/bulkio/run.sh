@@ -36,9 +36,10 @@
 #
 # The restarts empty shared buffers but not the kernel's page cache: reads
 # are system calls served from memory unless the server runs in the
-# I/O-bound rig (see the team's io-bound-rig.md; PGSTRATA_RIG="memory/pgrig
-# blkio/pgrig" starts the server inside those control groups).  The results
-# say which.
+# I/O-bound rig (see the team's io-bound-rig.md): as root, RIG_MEMORY_MB
+# and RIG_READ_MBPS (default 100) make one with test/lib.sh's rig_make, or
+# PGSTRATA_RIG="memory/pgrig blkio/pgrig" starts the server inside groups
+# made beforehand.  The results say which.
 #
 # Environment: ROUNDS (3), ROWS (1000000), INSERT_TX (2000 per client),
 # SCENARIOS (all of them; a list of names such as "bitmap bitmap_lossy
@@ -59,6 +60,15 @@ SCENARIOS=${SCENARIOS:-"seqscan vacuum set_tablespace bitmap bitmap_lossy temp_s
 export ROUNDS ROWS INSERT_TX SCENARIOS
 
 if [ "$(id -u)" = 0 ]; then
+	# RIG_MEMORY_MB set: make the I/O-bound rig and run the server in it
+	if [ -n "${RIG_MEMORY_MB:-}" ]; then
+		trap 'rig_remove pgrig' EXIT
+		rig_make pgrig "$RIG_MEMORY_MB" "${RIG_READ_MBPS:-100}" ||
+			{ echo "error: no cgroup v1 memory and blkio controllers" >&2; exit 1; }
+		export PGSTRATA_RIG="memory/pgrig blkio/pgrig"
+		sync
+		echo 1 >/proc/sys/vm/drop_caches
+	fi
 	bench_as_test_user "$WORK" "$OUT" "$0"
 	exit
 fi

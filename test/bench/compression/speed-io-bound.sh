@@ -21,29 +21,16 @@ MBPS=${RIG_READ_MBPS:-50}
 CG=/sys/fs/cgroup
 
 [ "$(id -u)" = 0 ] || { echo "error: run as root: the rig needs control groups" >&2; exit 1; }
-[ -d "$CG/memory" ] && [ -d "$CG/blkio" ] ||
+trap 'rig_remove pgrig' EXIT
+rig_make pgrig "$MEM" "$MBPS" ||
 	{ echo "error: no cgroup v1 memory and blkio controllers under $CG" >&2; exit 1; }
-ensure_test_user
-
-dev=$(lsblk -no MAJ:MIN "$(findmnt -no SOURCE /)" | head -1 | tr -d ' ')
-cleanup()
-{
-	for g in memory blkio; do
-		rmdir "$CG/$g/pgrig" 2>/dev/null || true
-	done
-}
-trap cleanup EXIT
-cleanup
-mkdir -p "$CG/memory/pgrig" "$CG/blkio/pgrig"
-echo $((MEM * 1024 * 1024)) >"$CG/memory/pgrig/memory.limit_in_bytes"
-echo "$dev $((MBPS * 1024 * 1024))" >"$CG/blkio/pgrig/blkio.throttle.read_bps_device"
-chown "$TEST_USER" "$CG/memory/pgrig/cgroup.procs" "$CG/blkio/pgrig/cgroup.procs"
+dev=$RIG_DEV
 sync
 echo 1 >/proc/sys/vm/drop_caches
 
 results=$(mktemp)
 PGSTRATA_RIG="memory/pgrig blkio/pgrig" \
-PGSTRATA_RIG_DESC="memory (with page cache) ${MEM} MiB, reads from device $dev throttled to ${MBPS} MB/s" \
+PGSTRATA_RIG_DESC="$RIG_DESC" \
 SCENARIOS=io_bound \
 	"$TOP/test/bench/compression/speed.sh" "$results"
 

@@ -44,23 +44,13 @@ export ROUNDS COPIES
 if [ "$(id -u)" = 0 ] && [ -z "${PGSTRATA_RIG_CHILD:-}" ]; then
 	rig=""
 	desc=""
-	if [ "$RIG" = 1 ] && [ -d "$CG/memory" ] && [ -d "$CG/blkio" ]; then
-		ensure_test_user
-		dev=$(lsblk -no MAJ:MIN "$(findmnt -no SOURCE /)" | head -1 | tr -d ' ')
-		cleanup()
-		{
-			for g in memory blkio; do
-				rmdir "$CG/$g/$GROUP" 2>/dev/null || true
-			done
-		}
-		trap cleanup EXIT
-		cleanup
-		mkdir -p "$CG/memory/$GROUP" "$CG/blkio/$GROUP"
-		echo $((MEM * 1024 * 1024)) >"$CG/memory/$GROUP/memory.limit_in_bytes"
-		echo "$dev $((MBPS * 1024 * 1024))" >"$CG/blkio/$GROUP/blkio.throttle.read_bps_device"
-		chown "$TEST_USER" "$CG/memory/$GROUP/cgroup.procs" "$CG/blkio/$GROUP/cgroup.procs"
-		rig="memory/$GROUP blkio/$GROUP"
-		desc="memory (with page cache) $MEM MiB, reads from device $dev ($(findmnt -no SOURCE /)) throttled to $MBPS MiB/s"
+	if [ "$RIG" = 1 ]; then
+		trap 'rig_remove "$GROUP"' EXIT
+		if rig_make "$GROUP" "$MEM" "$MBPS"; then
+			rig="memory/$GROUP blkio/$GROUP"
+			desc=$RIG_DESC
+			dev=$RIG_DEV
+		fi
 	fi
 	rm -rf "$WORK"
 	mkdir -p "$WORK"
