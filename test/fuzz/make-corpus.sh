@@ -70,13 +70,14 @@ files=$("$BIN/psql" -X -A -t -h 127.0.0.1 -p "$port" -d postgres -c \
 "$BIN/pg_ctl" -D "$WORK/data" -w stop >/dev/null
 trap - EXIT
 
-# Cut the files into inputs; the layout is README.pcs's.
-echo "$files" | perl -e '
+# Cut the files into inputs; the layout is README.pcs's, as
+# test/PgStrata/PcsFile.pm knows it.
+echo "$files" | perl -I"$TOP/test" -MPgStrata::PcsFile -e '
 use strict;
 use warnings;
 my ($data, $out) = @ARGV;
-my $map = 4096;
-my $area = 4096 + 131072 * 16;
+my $map = PgStrata::PcsFile::MAP_OFFSET;
+my $area = PgStrata::PcsFile::DATA_OFFSET;
 sub put
 {
 	my ($name, $bytes) = @_;
@@ -99,7 +100,7 @@ while (my $line = <STDIN>)
 	my ($rel, $path) = split / /, $line;
 	$rel = "zr_toast" if $rel =~ /^pg_toast/;
 	my $file = slurp("$data/$path");
-	if (substr($file, 0, 8) ne pack("H*", "50435331ffffff7f"))
+	if (substr($file, 0, 8) ne PgStrata::PcsFile::MAGIC)
 	{
 		# a plain file: its pages seed the round trip (algorithm byte,
 		# capacity 8192)
@@ -113,7 +114,8 @@ while (my $line = <STDIN>)
 	}
 	my $header = substr($file, 0, 512);
 	my $algo = ord(substr($header, 12, 1));
-	my $nblocks = unpack("V", substr($header, 40, 4));
+	my $h = PgStrata::PcsFile::parse_header($header);
+	my $nblocks = $h->{nblocks} // die "$path: unsound block count word";
 	put("header-$rel", chr(0) . $header);
 	next if $nblocks == 0;
 	my @entries;
@@ -133,9 +135,10 @@ while (my $line = <STDIN>)
 			$end = $first + $units if $first + $units > $end;
 		}
 		next if $end > 64;    # keep seeds small: 32 kB of data at most
-		my $h = $header;
-		substr($h, 40, 4) = pack("V", $k);
-		put("segment-$rel-$k", chr(3) . $h . join("", @entries[0 .. $k - 1])
+		my $cut = $header;
+		substr($cut, PgStrata::PcsFile::NBLOCKS_OFFSET, 8) =
+		  PgStrata::PcsFile::nblocks_word($h->{header_crc}, 0, $k);
+		put("segment-$rel-$k", chr(3) . $cut . join("", @entries[0 .. $k - 1])
 			  . substr($file, $area, $end * 512));
 	}
 	for my $b (grep { $_ < $nblocks } (0, 1, 2, $nblocks - 1))
@@ -150,11 +153,12 @@ while (my $line = <STDIN>)
 ' "$WORK/data" "$1"
 
 # Inputs at the limits of the format, written by hand: each is one step
-# past a bound that pcs_entry_check() or pcs_header_check() enforces, with
-# the checksums recomputed by the harness (operation byte | 0x80), so that
-# a check that goes missing is caught on replay, not only by a fuzzer that
-# happens to find the value again.
-perl -e '
+# past a bound that pcs_entry_check(), pcs_header_check() or
+# pcs_nblocks_decode() enforces, with the checksums recomputed by the
+# harness (operation byte | 0x80), so that a check that goes missing is
+# caught on replay, not only by a fuzzer that happens to find the value
+# again; and damaged block count words, as they are (operation byte 0).
+perl -I"$TOP/test" -MPgStrata::PcsFile -e '
 use strict;
 use warnings;
 my ($out) = @ARGV;
@@ -174,19 +178,20 @@ put("boundary-entry-units-under-stored", chr(0x81) . $slot . entry(10, 8000, 15,
 put("boundary-entry-past-limit", chr(0x81) . $slot . entry(985, 8000, 16, 1));
 put("boundary-entry-raw-short", chr(0x81) . $slot . entry(10, 8000, 16, 3));
 put("boundary-entry-unknown-flag", chr(0x81) . $slot . entry(10, 8000, 16, 5));
-# header(algorithm, level, flags, nblocks)
-sub header
-{
-	my ($algo, $level, $flags, $nblocks) = @_;
-	my $h = pack("H16 V C c C C V V V V Q V", "50435331ffffff7f", 1, $algo, $level,
-		9, $flags, 8192, 131072, 0, 0, 0, $nblocks);
-	return $h . ("\0" x (512 - length($h)));
-}
+# header(algorithm, level, flags, nblocks [, version])
+sub header { return PgStrata::PcsFile::make_header(@_); }
 put("boundary-header-level-over", chr(0x80) . header(1, 20, 0, 0));
 put("boundary-header-level-under", chr(0x80) . header(1, 0, 0, 0));
 put("boundary-header-flags", chr(0x80) . header(2, 1, 1, 0));
 put("boundary-header-nblocks-over", chr(0x80) . header(1, 1, 0, 131073));
 put("boundary-header-algorithm", chr(0x80) . header(3, 1, 0, 0));
+put("boundary-header-version-1", chr(0x80) . header(1, 1, 0, 0, 1));
+my $h = header(1, 1, 0, 7);
+put("boundary-header-nblocks-sound", chr(0) . $h);
+substr($h, PgStrata::PcsFile::NBLOCKS_OFFSET, 1) ^= chr(1);
+put("boundary-header-nblocks-flipped", chr(0) . $h);
+substr($h, PgStrata::PcsFile::NBLOCKS_OFFSET, 8) = "\0" x 8;
+put("boundary-header-nblocks-zeroed", chr(0) . $h);
 # a segment of one block whose entry claims more than a block of image
 put("boundary-segment-stored-over-block", chr(0x83) . header(1, 1, 0, 1)
 	  . entry(0, 8193, 17, 1) . ("\x55" x (512 * 20)));

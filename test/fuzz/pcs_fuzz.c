@@ -9,12 +9,14 @@
  * bit 0x80 asks the harness to recompute the checksums the input carries,
  * so that mutations get past them and reach the code behind them):
  *
- *	 0 header	   the rest is a segment header: pcs_header_check()
+ *	 0 header	   the rest is a segment header: pcs_header_check(),
+ *				   pcs_header_other_version(), pcs_nblocks_decode()
  *	 1 entry	   segblock (4 bytes), unit limit (4), a map entry (16):
  *				   pcs_entry_check()
  *	 2 decompress  algorithm (1 byte), then an image: pcs_decompress_page()
  *	 3 segment	   a segment with its map cut to the blocks it has: header
- *				   (512 bytes), nblocks entries, data area; every block is
+ *				   (512 bytes), its block count's entries, data area;
+ *				   every block is
  *				   read as pcs_read_block() in pcs.c reads it (entry check
  *				   against the data area's size, image read, data CRC,
  *				   decompression).  The seeds are real segment files.
@@ -96,12 +98,21 @@ crc_of(const void *p, size_t len, const void *extra, size_t extralen)
 	return crc;
 }
 
-/* Make a header's checksum match its fields (README.pcs: CRC32C of them) */
+/*
+ * Make a header's checksum match its fields (README.pcs: CRC32C of them),
+ * then its block count word's check match the count the word holds, capped
+ * at max_blocks, as segment 0.
+ */
 static void
-fixup_header(PcsHeader *header)
+fixup_header(PcsHeader *header, uint32 max_blocks)
 {
+	uint32		count;
+
 	header->header_crc = crc_of(header, offsetof(PcsHeader, header_crc),
 								NULL, 0);
+	count = ~(uint32) pg_atomic_read_u64(&header->nblocks);
+	pg_atomic_write_u64(&header->nblocks,
+						pcs_nblocks_word(header, 0, Min(count, max_blocks)));
 }
 
 /* Make an entry's checksum match its fields and its slot */
@@ -125,8 +136,6 @@ verify_accepted_header(const PcsHeader *h)
 	if (h->unit_shift != PCS_UNIT_SHIFT || h->blcksz != BLCKSZ ||
 		h->relseg_size != RELSEG_SIZE)
 		fuzz_fail("accepted a header of another build");
-	if (pg_atomic_read_u32(unconstify(pg_atomic_uint32 *, &h->nblocks)) > RELSEG_SIZE)
-		fuzz_fail("accepted a header with too many blocks");
 	if (h->algorithm == PCS_ALGO_ZSTD &&
 		(h->level < PCS_ZSTD_MIN_LEVEL || h->level > PCS_ZSTD_MAX_LEVEL))
 		fuzz_fail("accepted a header with a zstd level out of range");
@@ -156,11 +165,32 @@ fuzz_header(const uint8_t *data, size_t size, bool fixup)
 {
 	PcsHeader  *h = calloc(1, sizeof(PcsHeader));
 
+	uint32		version;
+	uint64		word;
+	BlockNumber nblocks = InvalidBlockNumber;
+
 	memcpy(h, data, Min(size, sizeof(PcsHeader)));
 	if (fixup)
-		fixup_header(h);
+		fixup_header(h, PG_UINT32_MAX);
+	version = pcs_header_other_version(h);
 	if (pcs_header_check(h) == NULL)
+	{
 		verify_accepted_header(h);
+		if (version != 0)
+			fuzz_fail("accepted a header and called it of another version");
+	}
+	else if (version == PCS_FORMAT_VERSION)
+		fuzz_fail("called a header of this version one of another");
+
+	/* a block count the word vouches for is one pcs.c can use */
+	word = pg_atomic_read_u64(&h->nblocks);
+	if (pcs_nblocks_decode(h, 0, word, &nblocks) == NULL)
+	{
+		if (nblocks > RELSEG_SIZE)
+			fuzz_fail("accepted a block count word with too many blocks");
+		if (pcs_nblocks_word(h, 0, nblocks) != word)
+			fuzz_fail("accepted a block count word that does not round-trip");
+	}
 	free(h);
 }
 
@@ -222,7 +252,7 @@ static void
 fuzz_segment(const uint8_t *data, size_t size, bool fixup)
 {
 	PcsHeader  *h;
-	uint32		nblocks;
+	BlockNumber nblocks;
 	size_t		map_bytes;
 	const uint8_t *map;
 	uint8_t    *area;
@@ -234,14 +264,11 @@ fuzz_segment(const uint8_t *data, size_t size, bool fixup)
 	h = calloc(1, sizeof(PcsHeader));
 	memcpy(h, data, sizeof(PcsHeader));
 	/* keep runs short: at most 64 blocks of the input are read */
-	nblocks = pg_atomic_read_u32(&h->nblocks);
 	if (fixup)
-	{
-		nblocks = Min(nblocks, 64);
-		pg_atomic_write_u32(&h->nblocks, nblocks);
-		fixup_header(h);
-	}
-	if (pcs_header_check(h) != NULL)
+		fixup_header(h, 64);
+	if (pcs_header_check(h) != NULL ||
+		pcs_nblocks_decode(h, 0, pg_atomic_read_u64(&h->nblocks),
+						   &nblocks) != NULL)
 	{
 		free(h);
 		return;

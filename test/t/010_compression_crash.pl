@@ -9,8 +9,8 @@
 # - a streaming standby, made by pg_basebackup, gives the same answers and
 #   stores the same relations compressed;
 # - bytes flipped on disk in a page image, in a map entry and in a segment
-#   header give ERRCODE_DATA_CORRUPTED naming relation and block, and the
-#   server stays up.
+#   header give ERRCODE_DATA_CORRUPTED naming relation and block (the
+#   header's block count: naming the file), and the server stays up.
 
 use strict;
 use warnings FATAL => 'all';
@@ -19,9 +19,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
-
-my $magic = pack('H*', '50435331ffffff7f');
-my $data_offset = 4096 + 131072 * 16;    # header block + map (README.pcs)
+use PgStrata::PcsFile;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
@@ -46,21 +44,11 @@ CREATE DATABASE cdb TABLESPACE cts;
 ));
 $primary->safe_psql('cdb', 'CREATE SEQUENCE s; SELECT nextval(\'s\');');
 
-# file_head(NODE, DB, REL): the first 8 bytes of a relation's segment 0
-sub file_head
-{
-	my ($node, $db, $rel) = @_;
-	my $path = $node->data_dir . '/'
-	  . $node->safe_psql($db, "SELECT pg_relation_filepath('$rel')");
-	open my $fh, '<:raw', $path or die "open $path: $!";
-	read $fh, my $head, 8;
-	close $fh;
-	return $head;
-}
-
-is(file_head($primary, 'postgres', 't'), $magic, 'the table is compressed');
-is(file_head($primary, 'postgres', 't_k'), $magic, 'its index is compressed');
-is(file_head($primary, 'cdb', 's'), $magic,
+ok(PgStrata::PcsFile::relation_is_compressed($primary, 'postgres', 't'),
+	'the table is compressed');
+ok(PgStrata::PcsFile::relation_is_compressed($primary, 'postgres', 't_k'),
+	'its index is compressed');
+ok(PgStrata::PcsFile::relation_is_compressed($primary, 'cdb', 's'),
 	'a sequence of a database in the tablespace is compressed');
 
 # A standby from a base backup, streaming.
@@ -150,7 +138,7 @@ my $query = q(SELECT md5(string_agg(id || ':' || k || ':' || v, ',' ORDER BY id)
 is($standby->safe_psql('postgres', $query),
 	$primary->safe_psql('postgres', $query),
 	'the standby answers as the primary');
-is(file_head($standby, 'postgres', 't'), $magic,
+ok(PgStrata::PcsFile::relation_is_compressed($standby, 'postgres', 't'),
 	'the standby stores the table compressed');
 ok( -f $standby->data_dir . '/pg_tblspc/'
 	  . $primary->safe_psql('postgres',
@@ -165,42 +153,15 @@ CREATE TABLE c (id int, v text) TABLESPACE cts;
 INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 2000) g;
 CHECKPOINT;
 ));
-my $cpath = $primary->data_dir . '/'
-  . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('c')");
+my $cpath = PgStrata::PcsFile::relation_path($primary, 'postgres', 'c');
 # a TID range scan reads the blocks of its range with vectored reads
 my $range_5_13 = "SELECT count(*), sum(hashtext(ctid::text || v)) FROM c WHERE ctid >= '(5,0)' AND ctid < '(13,0)'";
 my $range_5_13_before = $primary->safe_psql('postgres', $range_5_13);
 $primary->stop;
 
-# entry(N): the map entry of block N as (first unit, stored bytes)
-sub entry
-{
-	my ($n) = @_;
-	open my $fh, '<:raw', $cpath or die;
-	seek $fh, 4096 + 16 * $n, 0;
-	read $fh, my $e, 16;
-	close $fh;
-	my ($first, $stored) = unpack('V v', $e);
-	return ($first, $stored);
-}
-
-# flip(OFFSET): invert one byte of the file
-sub flip
-{
-	my ($offset) = @_;
-	open my $fh, '+<:raw', $cpath or die;
-	seek $fh, $offset, 0;
-	read $fh, my $b, 1;
-	seek $fh, $offset, 0;
-	print $fh chr(ord($b) ^ 0xff);
-	close $fh;
-}
-
-my ($first, $stored) = entry(0);
-flip($data_offset + $first * 512 + int($stored / 2));    # block 0's image
-flip(4096 + 16 * 1 + 5);                                  # block 1's entry
-($first, $stored) = entry(3);
-flip($data_offset + $first * 512 + int($stored / 2));    # block 3's image
+PgStrata::PcsFile::flip_image($cpath, 0);
+PgStrata::PcsFile::flip($cpath, PgStrata::PcsFile::entry_offset(1) + 5);
+PgStrata::PcsFile::flip_image($cpath, 3);
 $primary->start;
 
 # read_block(N): an error reading block N of c, or '' if it reads
@@ -240,11 +201,21 @@ like($stderr, qr/WARNING:  invalid compressed page in block 0 .*; zeroing out pa
 
 # A damaged segment header.
 $primary->stop;
-flip(20);    # inside the fields covered by the header CRC
+PgStrata::PcsFile::flip($cpath, 20);    # inside the fields covered by the header CRC
 $primary->start;
 $stderr = read_block(2);
 like($stderr, qr/ERROR:  XX001: invalid compressed segment header in file/,
 	'a flipped byte in the segment header is a data-corruption error');
+is($primary->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');
+
+# A damaged block count in the same header (the header's shared words have
+# their own test: 016_compression_header_words.pl).
+$primary->stop;
+PgStrata::PcsFile::flip($cpath, 20);    # the fixed fields are sound again
+PgStrata::PcsFile::flip($cpath, PgStrata::PcsFile::NBLOCKS_OFFSET + 1);
+$primary->start;
+like(read_block(2), qr/ERROR:  XX001: invalid block count in compressed segment file "pg_tblspc\/\d+\/PG_17_\d+\/\d+\/\d+"/,
+	'a flipped byte in the block count is a data-corruption error naming the file');
 is($primary->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');
 
 $standby->stop;

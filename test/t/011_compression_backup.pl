@@ -28,8 +28,7 @@ use File::Path qw(rmtree);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-
-my $magic = pack('H*', '50435331ffffff7f');
+use PgStrata::PcsFile;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1, extra => ['--data-checksums']);
@@ -64,27 +63,14 @@ INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 5000) g;
 # relpath(NODE, DB, REL): the path of a relation's segment 0
 sub relpath
 {
-	my ($node, $db, $rel) = @_;
-	return $node->data_dir . '/'
-	  . $node->safe_psql($db, "SELECT pg_relation_filepath('$rel')");
-}
-
-# file_head(NODE, DB, REL): the first 8 bytes of a relation's segment 0
-sub file_head
-{
-	my ($node, $db, $rel) = @_;
-	my $path = relpath($node, $db, $rel);
-	open my $fh, '<:raw', $path or die "open $path: $!";
-	read $fh, my $head, 8;
-	close $fh;
-	return $head;
+	return PgStrata::PcsFile::relation_path(@_);
 }
 
 # compressed(NODE, DB, REL): is the relation stored compressed?
 sub compressed
 {
-	my ($node, $db, $rel) = @_;
-	return file_head($node, $db, $rel) eq $magic ? 'compressed' : 'plain';
+	return PgStrata::PcsFile::relation_is_compressed(@_)
+	  ? 'compressed' : 'plain';
 }
 
 # check_all(NODE, LABEL): amcheck on every permanent table and B-tree index

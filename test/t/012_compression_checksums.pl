@@ -20,8 +20,7 @@ use File::Copy;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-
-my $data_offset = 4096 + 131072 * 16;    # header block + map (README.pcs)
+use PgStrata::PcsFile;
 
 my $node = PostgreSQL::Test::Cluster->new('checksums');
 $node->init(extra => ['--data-checksums']);
@@ -51,27 +50,15 @@ CREATE TABLE c AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 5000
 VACUUM c;
 ));
 $node->safe_psql('postgres', 'CHECKPOINT');
-my $tpath = $node->data_dir . '/'
-  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('t')");
-my $rpath = $node->data_dir . '/'
-  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('r')");
+my $tpath = PgStrata::PcsFile::relation_path($node, 'postgres', 't');
+my $rpath = PgStrata::PcsFile::relation_path($node, 'postgres', 'r');
 $node->stop;
 
-# head(PATH): the first 8 bytes of a file
-sub head
-{
-	my ($path) = @_;
-	open my $fh, '<:raw', $path or die "open $path: $!";
-	read $fh, my $b, 8;
-	close $fh;
-	return $b;
-}
 # copies of a segment, kept outside the data directory
 my $keep = PostgreSQL::Test::Utils::tempdir();
 
-my $magic = pack('H*', '50435331ffffff7f');
-is(head($tpath), $magic, 'the table is stored compressed');
-is(head($rpath), $magic, 'so is the table of random bytes');
+ok(PgStrata::PcsFile::is_compressed($tpath), 'the table is stored compressed');
+ok(PgStrata::PcsFile::is_compressed($rpath), 'so is the table of random bytes');
 
 # checksums(ARGS...): run pg_checksums on the node, return (exit, out, err)
 sub checksums
@@ -90,37 +77,12 @@ like($out, qr/Bad checksums:\s+0/, 'and reports no bad checksum');
 my ($scanned) = $out =~ /Blocks scanned:\s+(\d+)/;
 cmp_ok($scanned, '>', 100, 'it scanned the pages of the compressed relations');
 
-# entry(PATH, N): the map entry of block N as (first unit, stored bytes, flags)
-sub entry
-{
-	my ($path, $n) = @_;
-	open my $fh, '<:raw', $path or die;
-	seek $fh, 4096 + 16 * $n, 0;
-	read $fh, my $e, 16;
-	close $fh;
-	my ($first, $stored, $units, $flags) = unpack('V v C C', $e);
-	return ($first, $stored, $flags);
-}
-
-# flip(PATH, OFFSET): invert one byte of a file
-sub flip
-{
-	my ($path, $offset) = @_;
-	open my $fh, '+<:raw', $path or die;
-	seek $fh, $offset, 0;
-	read $fh, my $b, 1;
-	seek $fh, $offset, 0;
-	print $fh chr(ord($b) ^ 0xff);
-	close $fh;
-}
-
-my (undef, undef, $rflags) = entry($rpath, 0);
-is($rflags & 2, 2, 'random bytes are stored raw (and were checked as such)');
+is(PgStrata::PcsFile::entry($rpath, 0)->{flags} & 2,
+	2, 'random bytes are stored raw (and were checked as such)');
 
 # A byte flipped inside a compressed image.
 copy($tpath, "$keep/save") or die;
-my ($first, $stored) = entry($tpath, 3);
-flip($tpath, $data_offset + $first * 512 + int($stored / 2));
+PgStrata::PcsFile::flip_image($tpath, 3);
 ($rc, $out, $err) = checksums('--check');
 isnt($rc, 0, 'a flipped byte inside a compressed image fails --check');
 like($err,
@@ -144,8 +106,7 @@ $node->stop;
 copy($tpath, "$keep/nochecksums") or die;
 
 # --enable refuses a damaged image and leaves the cluster as it was.
-($first, $stored) = entry($tpath, 3);
-flip($tpath, $data_offset + $first * 512 + int($stored / 2));
+PgStrata::PcsFile::flip_image($tpath, 3);
 ($rc, $out, $err) = checksums('--enable');
 isnt($rc, 0, '--enable refuses a cluster with a damaged compressed image');
 like($err, qr/cannot enable checksums: invalid compressed page in file "[^"]+", block 3/,

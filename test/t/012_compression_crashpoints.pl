@@ -24,6 +24,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use PgStrata::PcsFile;
 
 # The project's build always has injection points (--enable-injection-points
 # and the injection_points module installed): a build without them fails
@@ -182,15 +183,11 @@ sub space
 sub check_space
 {
 	my ($rel, $label) = @_;
-	my $path = $node->data_dir . '/'
-	  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('$rel')");
-	open my $fh, '<:raw', $path or die "open $path: $!";
-	read $fh, my $header, 64;
-	close $fh;
-	my $next_unit = unpack('V', substr($header, 32, 4));
+	my $path = PgStrata::PcsFile::relation_path($node, 'postgres', $rel);
+	my $next_unit = PgStrata::PcsFile::header($path)->{next_unit};
 	my $s = space($rel);
 	my $live_units = ($s->{stored} + $s->{slack}) / 512;
-	my $file_units = ((-s $path) - 2101248) / 512;
+	my $file_units = ((-s $path) - PgStrata::PcsFile::DATA_OFFSET) / 512;
 	my $step = $next_unit / 16 > 16 ? $next_unit / 16 : 16;
 	my $map = 4096 * int(($s->{pages} * 16 + 4095) / 4096);
 

@@ -30,9 +30,9 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::PcsFile;
 
-my $map_offset = 4096;
-my $data_offset = 4096 + 131072 * 16;    # header block + map (README.pcs)
+my $data_offset = PgStrata::PcsFile::DATA_OFFSET;
 
 my $node = PostgreSQL::Test::Cluster->new('torn');
 $node->init(allows_streaming => 1);
@@ -57,33 +57,14 @@ VACUUM c;
 CHECKPOINT;
 ));
 
-# slurp(PATH), spew(PATH, BYTES): whole files
-sub slurp
-{
-	my ($path) = @_;
-	open my $fh, '<:raw', $path or die "open $path: $!";
-	local $/;
-	my $bytes = <$fh>;
-	close $fh;
-	return $bytes;
-}
-
-sub spew
-{
-	my ($path, $bytes) = @_;
-	open my $fh, '>:raw', $path or die "open $path: $!";
-	print $fh $bytes;
-	close $fh;
-}
-
 # entry(FILE, BLOCK): the map entry of a block as (first unit, stored bytes,
 # units, raw entry bytes)
 sub entry
 {
 	my ($file, $block) = @_;
-	my $e = substr($file, $map_offset + 16 * $block, 16);
-	my ($first, $stored, $units) = unpack('V v C', $e);
-	return ($first, $stored, $units, $e);
+	my $e = PgStrata::PcsFile::parse_entry(
+		substr($file, PgStrata::PcsFile::entry_offset($block), 16));
+	return ($e->{first}, $e->{stored}, $e->{units}, $e->{raw});
 }
 
 # block_rows(TABLE, BLOCK): a digest of the rows stored in a heap block
@@ -117,11 +98,10 @@ sub evict
 sub torn_case
 {
 	my ($label, $table, $block, $change, $splice, $expect) = @_;
-	my $path = $node->data_dir . '/'
-	  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('$table')");
+	my $path = PgStrata::PcsFile::relation_path($node, 'postgres', $table);
 
 	$node->safe_psql('postgres', 'CHECKPOINT');
-	my $old = slurp($path);
+	my $old = PgStrata::PcsFile::read_bytes($path);
 	my $fpi_before = $node->safe_psql('postgres', 'SELECT wal_fpi FROM pg_stat_wal');
 
 	$node->safe_psql('postgres', $change);
@@ -131,7 +111,7 @@ sub torn_case
 	cmp_ok($node->safe_psql('postgres', 'SELECT wal_fpi FROM pg_stat_wal'),
 		'>', $fpi_before, "$label: the change wrote a full-page image");
 	is(evict($table, $block), '0', "$label: the changed block was written out");
-	my $new = slurp($path);
+	my $new = PgStrata::PcsFile::read_bytes($path);
 
 	my ($of, $os, $ou, $oe) = entry($old, $block);
 	my ($nf, $ns, $nu, $ne) = entry($new, $block);
@@ -150,7 +130,7 @@ sub torn_case
 	my $torn = $splice->($old, $new, $block);
 	ok(torn_image($old, $new, $torn, $block),
 		"$label: the image on disk does not match its map entry");
-	spew($path, $torn);
+	PgStrata::PcsFile::write_bytes($path, undef, $torn);
 	$node->start;
 
 	is(block_rows($table, $block), $expected,

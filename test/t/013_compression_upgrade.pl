@@ -20,24 +20,12 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::PcsFile;
 
-my $magic = pack('H*', '50435331ffffff7f');
 my $conf = qq(
 wal_log_hints = on
 log_statement = none
 );
-
-# file_head(NODE, DB, REL): the first 8 bytes of a relation's segment 0
-sub file_head
-{
-	my ($node, $db, $rel) = @_;
-	my $path = $node->data_dir . '/'
-	  . $node->safe_psql($db, "SELECT pg_relation_filepath('$rel')");
-	open my $fh, '<:raw', $path or die "open $path: $!";
-	read $fh, my $head, 8;
-	close $fh;
-	return $head;
-}
 
 # dumpall(NODE, ARGS...): pg_dumpall output, without the random \restrict key
 sub dumpall
@@ -69,7 +57,8 @@ INSERT INTO c SELECT g, repeat(md5(g::text), 1 + g % 3) FROM generate_series(1, 
 CREATE INDEX c_v ON c (v);
 CHECKPOINT;
 ));
-is(file_head($old, 'cdb', 'c'), $magic, 'the table is compressed');
+ok(PgStrata::PcsFile::relation_is_compressed($old, 'cdb', 'c'),
+	'the table is compressed');
 
 # pg_dumpall --tablespaces-only, restored into a new cluster elsewhere.
 my $globals = dumpall($old, '--tablespaces-only');
@@ -91,7 +80,7 @@ $restore->safe_psql('postgres', q(
 CREATE TABLE r TABLESPACE cts AS SELECT g FROM generate_series(1, 1000) g;
 CHECKPOINT;
 ));
-is(file_head($restore, 'postgres', 'r'), $magic,
+ok(PgStrata::PcsFile::relation_is_compressed($restore, 'postgres', 'r'),
 	'and stores its tables compressed');
 $restore->stop;
 
@@ -135,8 +124,10 @@ $old->safe_psql('postgres', q(
 ALTER DATABASE cdb SET TABLESPACE pg_default;
 DROP TABLESPACE cts;
 ));
-is(file_head($old, 'cdb', 'c'), $magic, 'the moved table is still compressed');
-is(file_head($old, 'cdb', 'c_v'), $magic, 'and so is its index');
+ok(PgStrata::PcsFile::relation_is_compressed($old, 'cdb', 'c'),
+	'the moved table is still compressed');
+ok(PgStrata::PcsFile::relation_is_compressed($old, 'cdb', 'c_v'),
+	'and so is its index');
 my $sum = q(SELECT count(*), md5(string_agg(id || v, ',' ORDER BY id)) FROM c);
 my $expect = $old->safe_psql('cdb', $sum);
 my $dump = dumpall($old);
@@ -146,7 +137,8 @@ $old->stop;
 sub check_new
 {
 	my ($node, $label) = @_;
-	is(file_head($node, 'cdb', 'c'), $magic, "$label: the table is still compressed");
+	ok(PgStrata::PcsFile::relation_is_compressed($node, 'cdb', 'c'),
+	"$label: the table is still compressed");
 	is($node->safe_psql('cdb', $sum), $expect, "$label: it reads back");
 	is( $node->safe_psql('cdb',
 			q(SELECT (SELECT count(*) FROM verify_heapam('c')) || ' ' || bt_index_check('c_v', true) || bt_index_check('c_pkey', true))),

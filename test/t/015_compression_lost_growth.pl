@@ -20,9 +20,7 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-
-my $map_offset = 4096;
-my $data_offset = 4096 + 131072 * 16;    # header block + map (README.pcs)
+use PgStrata::PcsFile;
 
 my $node = PostgreSQL::Test::Cluster->new('lost_growth');
 $node->init;
@@ -45,8 +43,7 @@ CREATE TABLE t (id int PRIMARY KEY, v text) TABLESPACE cts;
 INSERT INTO t SELECT g, repeat('a', 100) FROM generate_series(1, 2000) g;
 CHECKPOINT;
 ));
-my $path = $node->data_dir . '/'
-  . $node->safe_psql('postgres', "SELECT pg_relation_filepath('t')");
+my $path = PgStrata::PcsFile::relation_path($node, 'postgres', 't');
 my $size_at_checkpoint = -s $path;
 
 # evict: write t's dirty buffers now, without a checkpoint
@@ -81,36 +78,11 @@ truncate $path, $size_at_checkpoint or die "truncate $path: $!";
 $node->start;
 $node->safe_psql('postgres', 'CHECKPOINT');
 
-# overlaps: pairs of map entries whose units intersect, as "A/B"
-sub overlaps
-{
-	open my $fh, '<:raw', $path or die "open $path: $!";
-	seek $fh, $map_offset, 0;
-	read $fh, my $map, 131072 * 16;
-	close $fh;
-	my @extents;
-	for my $b (0 .. 131071)
-	{
-		my ($first, $stored, $units) =
-		  unpack('V v C', substr($map, $b * 16, 7));
-		next if $stored == 0;
-		push @extents, [ $first, $first + $units, $b ];
-	}
-	@extents = sort { $a->[0] <=> $b->[0] } @extents;
-	my @bad;
-	for my $i (1 .. $#extents)
-	{
-		push @bad, "$extents[$i-1][2]/$extents[$i][2]"
-		  if $extents[$i][0] < $extents[ $i - 1 ][1];
-	}
-	return join(' ', @bad);
-}
-
 # check(LABEL): the invariants after recovery
 sub check
 {
 	my ($label) = @_;
-	is(overlaps(), '', "$label: no two blocks share a unit");
+	is(PgStrata::PcsFile::overlaps($path), '', "$label: no two blocks share a unit");
 	is( $node->safe_psql(
 			'postgres',
 			"SELECT count(*) FROM verify_heapam('t')"),

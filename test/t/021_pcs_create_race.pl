@@ -21,6 +21,7 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::PcsFile;
 
 my $node = PostgreSQL::Test::Cluster->new('race');
 $node->init;
@@ -79,8 +80,7 @@ SELECT injection_points_wakeup('pcs-create-before-header');
 $creator->query_safe('SELECT 1');
 $creator->quit;
 
-is(substr(slurp_file($fsm), 0, 8), pack('H*', '50435331ffffff7f'),
-	'the free space map is compressed');
+ok(PgStrata::PcsFile::is_compressed($fsm), 'the free space map is compressed');
 
 # In the same transaction, the reader reads block 0 of the map from the
 # compressed file, not the segment header at md offset 0.  Other sessions

@@ -24,6 +24,7 @@
 #include <zstd.h>
 #endif
 
+#include "port/pg_crc32c.h"
 #include "storage/pcs_format.h"
 
 static int	ntests = 0;
@@ -91,8 +92,9 @@ test_header(void)
 	PcsHeader	h;
 	bool		all_caught = true;
 
-	pcs_header_init(&h, PCS_ALGO_ZSTD, 1);
+	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 0);
 	check(pcs_header_check(&h) == NULL, "a new header passes its check");
+	check(pcs_header_other_version(&h) == 0, "a new header is of this version");
 
 	for (size_t i = 0; i < offsetof(PcsHeader, header_crc) + sizeof(uint32); i++)
 	{
@@ -104,11 +106,134 @@ test_header(void)
 	}
 	check(all_caught, "a flipped bit in any fixed header byte is caught");
 
-	pg_atomic_write_u32(&h.nblocks, RELSEG_SIZE + 1);
-	check(pcs_header_check(&h) != NULL, "a block count past RELSEG_SIZE is caught");
-
 	check(memcmp(&h, "PCS1\377\377\377\177", 8) == 0,
 		  "the file starts with the documented magic bytes");
+}
+
+/* An intact header of the previous format version is recognised as such */
+static void
+test_other_version(void)
+{
+	PcsHeader	h;
+	pg_crc32c	crc;
+
+	pcs_header_init(&h, PCS_ALGO_LZ4, 0, 0);
+	h.version = 1;
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, &h, offsetof(PcsHeader, header_crc));
+	FIN_CRC32C(crc);
+	h.header_crc = crc;
+	check(pcs_header_check(&h) != NULL, "a header of format version 1 is refused");
+	check(pcs_header_other_version(&h) == 1,
+		  "and recognised as an intact header of version 1");
+	h.level ^= 1;
+	check(pcs_header_other_version(&h) == 0,
+		  "a damaged header is not taken for another version");
+}
+
+/* Does every change of one byte of the word at offset, to any value, fail? */
+static bool
+every_byte_change_caught(const PcsHeader *h, size_t offset,
+						 bool (*sound) (const PcsHeader *))
+{
+	for (size_t i = offset; i < offset + sizeof(uint64); i++)
+	{
+		for (int v = 1; v < 256; v++)
+		{
+			PcsHeader	bad = *h;
+
+			((unsigned char *) &bad)[i] ^= v;
+			if (sound(&bad))
+				return false;
+		}
+	}
+	return true;
+}
+
+/* Is the block count word of h sound, as segment 5? */
+static bool
+nblocks_sound(const PcsHeader *h)
+{
+	BlockNumber n;
+
+	return pcs_nblocks_decode(h, 5, pg_atomic_read_u64(unconstify(pg_atomic_uint64 *, &h->nblocks)),
+							  &n) == NULL;
+}
+
+/* The block count word: round trip, and every kind of damage is caught */
+static void
+test_nblocks_word(void)
+{
+	PcsHeader	h;
+	PcsHeader	other;
+	BlockNumber n = 12345;
+	bool		round_trips = true;
+	uint64		word;
+
+	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 5);
+	check(pcs_nblocks_decode(&h, 5, pg_atomic_read_u64(&h.nblocks), &n) == NULL &&
+		  n == 0, "a new segment has a sound block count of 0");
+
+	for (BlockNumber b = 0; b <= RELSEG_SIZE; b += 997)
+	{
+		BlockNumber got = InvalidBlockNumber;
+
+		if (pcs_nblocks_decode(&h, 5, pcs_nblocks_word(&h, 5, b), &got) != NULL ||
+			got != b)
+			round_trips = false;
+	}
+	if (pcs_nblocks_decode(&h, 5, pcs_nblocks_word(&h, 5, RELSEG_SIZE), &n) != NULL ||
+		n != RELSEG_SIZE)
+		round_trips = false;
+	check(round_trips, "block counts up to RELSEG_SIZE round-trip through the word");
+
+	pg_atomic_write_u64(&h.nblocks, pcs_nblocks_word(&h, 5, 4242));
+	check(every_byte_change_caught(&h, offsetof(PcsHeader, nblocks), nblocks_sound),
+		  "every change of one byte of the block count word is caught");
+	check(pcs_nblocks_decode(&h, 5, 0, &n) != NULL, "a zeroed block count word is caught");
+	check(pcs_nblocks_decode(&h, 6, pg_atomic_read_u64(&h.nblocks), &n) != NULL,
+		  "the word of another segment of the fork is caught");
+	pcs_header_init(&other, PCS_ALGO_LZ4, 0, 5);
+	check(pcs_nblocks_decode(&other, 5, pg_atomic_read_u64(&h.nblocks), &n) != NULL,
+		  "the word of a segment with other settings is caught");
+	check(pcs_nblocks_decode(&h, 5, pcs_alloc_word(&h, 5, 0, ~(uint32) 4242), &n) != NULL,
+		  "an allocation word in the block count's place is caught");
+	word = pcs_nblocks_word(&h, 5, RELSEG_SIZE + 1);
+	check(pcs_nblocks_decode(&h, 5, word, &n) != NULL,
+		  "a block count past RELSEG_SIZE is caught, even with a matching check");
+}
+
+/* Is the allocation word of h sound for segment 5 and generation 77? */
+static bool
+alloc_sound(const PcsHeader *h)
+{
+	uint32		next;
+
+	return pcs_alloc_decode(h, 5, 77, pg_atomic_read_u64(unconstify(pg_atomic_uint64 *, &h->alloc)),
+							&next);
+}
+
+/* The allocation word: round trip, stale generations and damage fail */
+static void
+test_alloc_word(void)
+{
+	PcsHeader	h;
+	uint32		next = 0;
+
+	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 5);
+	check(!alloc_sound(&h),
+		  "a new segment's allocation word belongs to no generation");
+	pg_atomic_write_u64(&h.alloc, pcs_alloc_word(&h, 5, 77, 123456));
+	check(pcs_alloc_decode(&h, 5, 77, pg_atomic_read_u64(&h.alloc), &next) &&
+		  next == 123456, "the next free unit round-trips through the word");
+	check((uint32) pg_atomic_read_u64(&h.alloc) == 123456,
+		  "the next free unit is the low half of the word, as tools read it");
+	check(!pcs_alloc_decode(&h, 5, 78, pg_atomic_read_u64(&h.alloc), &next),
+		  "the word of an earlier generation fails the check");
+	check(!pcs_alloc_decode(&h, 4, 77, pg_atomic_read_u64(&h.alloc), &next),
+		  "the word of another segment fails the check");
+	check(every_byte_change_caught(&h, offsetof(PcsHeader, alloc), alloc_sound),
+		  "every change of one byte of the allocation word is caught");
 }
 
 /* Map entries: round trip, and every kind of damage is caught */
@@ -498,6 +623,9 @@ int
 main(void)
 {
 	test_header();
+	test_other_version();
+	test_nblocks_word();
+	test_alloc_word();
 	test_entry();
 	test_allocation();
 #if defined(USE_LZ4) && defined(USE_ZSTD)

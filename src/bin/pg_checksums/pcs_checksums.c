@@ -128,8 +128,15 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		problem = "the file is shorter than a compressed segment's header and map";
 	else if (pcs_read_at(fd, fn, hbuf.data, sizeof(PcsHeader), 0) != sizeof(PcsHeader))
 		problem = "the header is cut short";
+	else if (pcs_header_other_version(header) != 0)
+		problem = psprintf("the file has format version %u, this build reads only version %u (it was made by another development build of pgstrata)",
+						   header->version, PCS_FORMAT_VERSION);
 	else
 		problem = pcs_header_check(header);
+	if (problem == NULL)
+		problem = pcs_nblocks_decode(header, segmentno,
+									 pg_atomic_read_u64(&header->nblocks),
+									 &nblocks);
 	if (problem != NULL)
 	{
 		if (enable)
@@ -142,7 +149,6 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 	}
 
 	/* Units past the end of the file are not there: entries must lie below */
-	nblocks = pg_atomic_read_u32(&header->nblocks);
 	unit_limit = (uint32) ((st.st_size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT);
 	next_unit = (uint32) ((st.st_size - PCS_DATA_OFFSET + PCS_UNIT_SIZE - 1) >> PCS_UNIT_SHIFT);
 

@@ -28,24 +28,18 @@
 
 /*
  * Frontend programs (pg_checksums, pg_rewind) read the segments of a stopped
- * server and cannot use atomics.h: for them the two shared counters of the
+ * server and cannot use atomics.h: for them the two shared words of the
  * header are plain integers of the same size and alignment, read and set
  * through the few accessors the format code uses.
  */
-typedef struct pg_atomic_uint32
-{
-	volatile uint32 value;
-} pg_atomic_uint32;
-
 typedef struct pg_atomic_uint64
 {
 	volatile uint64 value pg_attribute_aligned(8);
 } pg_atomic_uint64;
 
-#define pg_atomic_init_u32(ptr, val)	((ptr)->value = (val))
 #define pg_atomic_init_u64(ptr, val)	((ptr)->value = (val))
-#define pg_atomic_read_u32(ptr)			((ptr)->value)
 #define pg_atomic_read_u64(ptr)			((ptr)->value)
+#define pg_atomic_write_u64(ptr, val)	((ptr)->value = (val))
 #endif							/* FRONTEND */
 
 #include "storage/block.h"
@@ -57,7 +51,13 @@ typedef struct pg_atomic_uint64
  * 0xff 0x7f.
  */
 #define PCS_MAGIC			UINT64CONST(0x7FFFFFFF31534350)
-#define PCS_FORMAT_VERSION	1
+
+/*
+ * Version 2 made the two shared words of the header self-checking.  Files
+ * of version 1 were only ever made by development builds; they are refused
+ * with a hint, not converted.
+ */
+#define PCS_FORMAT_VERSION	2
 
 /*
  * In a compressed tablespace's version directory: its settings, which new
@@ -93,9 +93,27 @@ typedef enum PcsAlgorithm
 
 /*
  * The segment header.  The fields up to header_crc never change after the
- * segment is created and are covered by header_crc; the two atomics after it
+ * segment is created and are covered by header_crc.  The two words after it
  * are shared, through a MAP_SHARED mapping, by every process using the
- * segment.
+ * segment, and change with single 64-bit atomic operations; each carries its
+ * own check in its high half, so that a damaged word is recognised wherever
+ * it is read (README.pcs, "The shared words"):
+ *
+ * alloc:	next free unit (low 32 bits) and CRC32C of it, of the server
+ *			generation that handed it out and of the segment (high 32 bits).
+ *			A word that fails its check for the current generation was
+ *			written by an earlier server or is damaged; either way the next
+ *			free unit is recomputed from the file (pcs.c, pcs_allocate()).
+ *
+ * nblocks:	complement of the segment's logical block count (low 32 bits)
+ *			and CRC32C of the count and of the segment (high 32 bits).  A
+ *			word that fails its check is an error: the count cannot be
+ *			recomputed.  The complement makes a zeroed word invalid.
+ *
+ * Both words are 8-byte aligned inside the first 512-byte sector of the
+ * file, and every store to them is one 64-bit store, so whatever the kernel
+ * writes back, and whatever a sector write leaves after a crash, holds a
+ * value and its own check.
  */
 typedef struct PcsHeader
 {
@@ -109,10 +127,8 @@ typedef struct PcsHeader
 	uint32		relseg_size;	/* RELSEG_SIZE likewise */
 	uint32		header_crc;		/* CRC32C of the fields above */
 	uint32		pad;
-	/* generation (high 32 bits) and next free unit (low 32 bits) */
-	pg_atomic_uint64 alloc;
-	/* logical blocks in this segment */
-	pg_atomic_uint32 nblocks;
+	pg_atomic_uint64 alloc;		/* see above: pcs_alloc_word() */
+	pg_atomic_uint64 nblocks;	/* see above: pcs_nblocks_word() */
 } PcsHeader;
 
 /* Map entry flags */
@@ -138,7 +154,8 @@ typedef struct PcsMapEntry
 StaticAssertDecl(sizeof(PcsMapEntry) == PCS_ENTRY_SIZE,
 				 "a map entry must be PCS_ENTRY_SIZE bytes");
 StaticAssertDecl(offsetof(PcsHeader, alloc) == 32 &&
-				 offsetof(PcsHeader, nblocks) == 40,
+				 offsetof(PcsHeader, nblocks) == 40 &&
+				 sizeof(PcsHeader) == 48,
 				 "frontend and backend must agree on the header layout");
 StaticAssertDecl(sizeof(PcsHeader) <= 512,
 				 "the header must fit in one sector");
@@ -207,8 +224,20 @@ extern const char *pcs_algorithm_name(PcsAlgorithm algorithm);
 extern bool pcs_algorithm_from_name(const char *name, PcsAlgorithm *algorithm);
 
 extern void pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm,
-							int level);
+							int level, BlockNumber segno);
 extern const char *pcs_header_check(const PcsHeader *header);
+extern uint32 pcs_header_other_version(const PcsHeader *header);
+
+extern uint64 pcs_nblocks_word(const PcsHeader *header, BlockNumber segno,
+							   BlockNumber nblocks);
+extern const char *pcs_nblocks_decode(const PcsHeader *header,
+									  BlockNumber segno, uint64 word,
+									  BlockNumber *nblocks);
+extern uint64 pcs_alloc_word(const PcsHeader *header, BlockNumber segno,
+							 uint32 generation, uint32 next_unit);
+extern bool pcs_alloc_decode(const PcsHeader *header, BlockNumber segno,
+							 uint32 generation, uint64 word,
+							 uint32 *next_unit);
 
 extern void pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock,
 						  uint32 first_unit, int stored, int units,

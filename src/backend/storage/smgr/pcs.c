@@ -51,7 +51,9 @@ typedef struct PcsSegment
 	File		vfd;			/* the segment file */
 	PcsHeader  *header;			/* MAP_SHARED mapping of header and map */
 	PcsMapEntry *map;			/* the map, inside that mapping */
+	BlockNumber segno;			/* its number within the fork */
 	uint32		capacity;		/* units the file is known to hold */
+	uint64		alloc_seen;		/* allocation word when capacity was read */
 } PcsSegment;
 
 /* Values of SMgrRelationData.pcs_format[] */
@@ -310,15 +312,18 @@ pcs_register_dirty(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	}
 }
 
-/* Write a new segment's header block and size the file to its data area */
+/*
+ * Write the header block of new segment segno and size the file to its data
+ * area
+ */
 static void
-pcs_init_segment_file(File vfd, PcsAlgorithm algorithm, int level,
-					  bool sync)
+pcs_init_segment_file(File vfd, BlockNumber segno, PcsAlgorithm algorithm,
+					  int level, bool sync)
 {
 	PGIOAlignedBlock block;
 
 	memset(block.data, 0, BLCKSZ);
-	pcs_header_init((PcsHeader *) block.data, algorithm, level);
+	pcs_header_init((PcsHeader *) block.data, algorithm, level, segno);
 
 	if (FileWrite(vfd, block.data, PCS_HEADER_SIZE, 0,
 				  WAIT_EVENT_DATA_FILE_EXTEND) != PCS_HEADER_SIZE)
@@ -386,7 +391,7 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 		PcsSegment *first = pcs_getseg(reln, forknum, 0, false);
 
 		Assert(segno > 0 && first != NULL);
-		pcs_init_segment_file(vfd, first->header->algorithm,
+		pcs_init_segment_file(vfd, segno, first->header->algorithm,
 							  first->header->level, !SmgrIsTemp(reln));
 		size = PCS_DATA_OFFSET;
 	}
@@ -407,7 +412,15 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	problem = pcs_header_check((PcsHeader *) mapping);
 	if (problem != NULL)
 	{
+		uint32		version = pcs_header_other_version((PcsHeader *) mapping);
+
 		munmap(mapping, PCS_DATA_OFFSET);
+		if (version != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("compressed segment file \"%s\" has format version %u, but this server reads only version %u",
+							path, version, PCS_FORMAT_VERSION),
+					 errhint("Files of compressed tablespaces made by another development build of pgstrata cannot be read.  Dump the data with the build that made them and restore it here.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid compressed segment header in file \"%s\"", path),
@@ -435,7 +448,9 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	seg->vfd = vfd;
 	seg->header = (PcsHeader *) mapping;
 	seg->map = (PcsMapEntry *) ((char *) mapping + PCS_MAP_OFFSET);
+	seg->segno = segno;
 	seg->capacity = (uint32) ((size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT);
+	seg->alloc_seen = pg_atomic_read_u64(&seg->header->alloc);
 	reln->pcs_segs[forknum][segno] = seg;
 	pfree(path);
 	return seg;
@@ -461,6 +476,20 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 	reln->pcs_num_segs[forknum] = 0;
 }
 
+/* The size of a segment's file, or an error */
+static off_t
+pcs_file_end(PcsSegment *seg)
+{
+	off_t		size = FileSize(seg->vfd);
+
+	if (size < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek to end of file \"%s\": %m",
+						FilePathName(seg->vfd))));
+	return size;
+}
+
 /*
  * Make sure the file holds units below limit.  The data area grows by a
  * step of a sixteenth of its size (8 kB to 8 MB), with posix_fallocate, which
@@ -477,12 +506,7 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
 	if (limit <= seg->capacity)
 		return;
 
-	size = FileSize(seg->vfd);
-	if (size < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not seek to end of file \"%s\": %m",
-						FilePathName(seg->vfd))));
+	size = pcs_file_end(seg);
 	have = (uint32) ((size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT);
 	if (limit > have)
 	{
@@ -567,10 +591,28 @@ pcs_map_high_water(PcsSegment *seg)
 }
 
 /*
- * Hand out fresh units in a segment.  The first allocation of a server
- * generation starts above the end of the file and above every unit the map
- * points to, so that no unit an entry on disk may point to is handed out
- * twice (README.pcs).
+ * Hand out fresh units in a segment.
+ *
+ * The allocation word holds the next free unit, checked against this server
+ * generation (pcs_alloc_decode()).  A word that fails the check was written
+ * by an earlier generation, or is damaged: on disk, in the page cache, or in
+ * memory while the server runs.  There is no telling them apart, and there
+ * is no need to: in both cases the next free unit is recomputed as the
+ * larger of the file's end and the high water of the map, and that is above
+ * every unit anybody may be using.
+ *
+ * - Units of earlier generations: README.pcs ("Allocation"); the map on
+ *   disk covers those whose growth of the file a crash lost.
+ * - Units of this generation: each is handed out only after the file has
+ *   been grown past it (pcs_ensure_capacity() runs before the
+ *   compare-and-swap below, not after it), and a running server never
+ *   shortens a segment file, so the file's end is above all of them.
+ *
+ * So a damaged word costs at most one preallocation step of space, never a
+ * unit handed out twice, and it mends itself at the next allocation: no
+ * error is raised for it.  What must not happen is using a damaged word, in
+ * particular one whose next free unit was lowered; every reader therefore
+ * checks it (here and in pcs_unit_limit()).
  */
 static uint32
 pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
@@ -581,19 +623,10 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 
 	for (;;)
 	{
-		uint64		new;
-
-		if ((uint32) (old >> 32) == gen)
-			first = (uint32) old;
-		else
+		if (!pcs_alloc_decode(seg->header, seg->segno, gen, old, &first))
 		{
-			off_t		size = FileSize(seg->vfd);
+			off_t		size = pcs_file_end(seg);
 
-			if (size < 0)
-				ereport(ERROR,
-						(errcode_for_file_access(),
-						 errmsg("could not seek to end of file \"%s\": %m",
-								FilePathName(seg->vfd))));
 			first = (uint32) ((size - PCS_DATA_OFFSET + PCS_UNIT_SIZE - 1) >> PCS_UNIT_SHIFT);
 			first = Max(first, pcs_map_high_water(seg));
 		}
@@ -603,42 +636,93 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 					 errmsg("compressed segment file \"%s\" is full",
 							FilePathName(seg->vfd)),
 					 errhint("Rewrite the relation with VACUUM FULL to reclaim its unused space.")));
-		new = ((uint64) gen << 32) | (first + units);
-		if (pg_atomic_compare_exchange_u64(&seg->header->alloc, &old, new))
+		/* the file holds the units before anybody can be given them */
+		pcs_ensure_capacity(reln, seg, first + units);
+		if (pg_atomic_compare_exchange_u64(&seg->header->alloc, &old,
+										   pcs_alloc_word(seg->header, seg->segno,
+														  gen, first + units)))
 			break;
 	}
-	pcs_ensure_capacity(reln, seg, first + units);
 	return first;
 }
 
-/* The first unit not yet handed out in a segment, for entry checks */
+/*
+ * The first unit not yet handed out in a segment, for entry checks.  Before
+ * this generation's first allocation in the segment, or with a damaged
+ * allocation word, the file's end bounds every unit handed out
+ * (pcs_allocate()); it is read again whenever the word has changed since it
+ * was last read, so that a word damaged while the server runs does not make
+ * this process judge sound entries by an old, smaller file.
+ */
 static inline uint32
 pcs_unit_limit(PcsSegment *seg)
 {
-	uint64		alloc = pg_atomic_read_u64(&seg->header->alloc);
+	uint64		word = pg_atomic_read_u64(&seg->header->alloc);
+	uint32		next;
 
-	/* before this generation's first allocation, the file end bounds it */
-	if ((uint32) (alloc >> 32) != pcs_current_generation())
-		return Max((uint32) alloc, seg->capacity);
-	return (uint32) alloc;
+	if (pcs_alloc_decode(seg->header, seg->segno, pcs_current_generation(),
+						 word, &next))
+		return next;
+	if (word != seg->alloc_seen)
+	{
+		off_t		size = pcs_file_end(seg);
+
+		seg->capacity = Max(seg->capacity,
+							(uint32) ((size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT));
+		seg->alloc_seen = word;
+	}
+	return seg->capacity;
 }
 
-/* Blocks of a segment */
+/* Raise ERRCODE_DATA_CORRUPTED for a damaged block count word */
+static void
+pcs_nblocks_corrupt(PcsSegment *seg, uint64 word, const char *problem)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("invalid block count in compressed segment file \"%s\"",
+					FilePathName(seg->vfd)),
+			 errdetail("%s (header word %016llx).", problem,
+					   (unsigned long long) word)));
+}
+
+/*
+ * Blocks of a segment.  The count cannot be recomputed (blocks without
+ * storage have empty entries, and entries past the count mean nothing), so a
+ * word that fails its check is an error, never a count of zero.
+ */
 static inline BlockNumber
 pcs_seg_nblocks(PcsSegment *seg)
 {
-	return pg_atomic_read_u32(&seg->header->nblocks);
+	uint64		word = pg_atomic_read_u64(&seg->header->nblocks);
+	BlockNumber n;
+	const char *problem;
+
+	problem = pcs_nblocks_decode(seg->header, seg->segno, word, &n);
+	if (unlikely(problem != NULL))
+		pcs_nblocks_corrupt(seg, word, problem);
+	return n;
 }
 
 /* Raise a segment's block count to at least n */
 static void
 pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
 {
-	uint32		old = pg_atomic_read_u32(&seg->header->nblocks);
+	uint64		old = pg_atomic_read_u64(&seg->header->nblocks);
 
-	while (old < n)
+	for (;;)
 	{
-		if (pg_atomic_compare_exchange_u32(&seg->header->nblocks, &old, n))
+		BlockNumber cur;
+		const char *problem;
+
+		problem = pcs_nblocks_decode(seg->header, seg->segno, old, &cur);
+		if (problem != NULL)
+			pcs_nblocks_corrupt(seg, old, problem);
+		if (cur >= n)
+			break;
+		if (pg_atomic_compare_exchange_u64(&seg->header->nblocks, &old,
+										   pcs_nblocks_word(seg->header,
+															seg->segno, n)))
 			break;
 	}
 }
@@ -975,7 +1059,7 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", path)));
 	if (FileSize(vfd) == 0)
-		pcs_init_segment_file(vfd, algorithm, level, !SmgrIsTemp(reln));
+		pcs_init_segment_file(vfd, 0, algorithm, level, !SmgrIsTemp(reln));
 	FileClose(vfd);
 	pfree(path);
 
@@ -1338,15 +1422,36 @@ pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
 		BlockNumber keep;
 		BlockNumber cur;
+		uint64		word;
+		const char *problem;
 
 		if (seg == NULL)
 			break;
 		keep = (nblocks > segno * RELSEG_SIZE) ?
 			Min(nblocks - segno * RELSEG_SIZE, RELSEG_SIZE) : 0;
-		cur = pcs_seg_nblocks(seg);
+		word = pg_atomic_read_u64(&seg->header->nblocks);
+		problem = pcs_nblocks_decode(seg->header, seg->segno, word, &cur);
+		if (problem != NULL)
+		{
+			/*
+			 * This runs in a critical section (RelationTruncate), where an
+			 * ERROR would be a PANIC.  The truncation sets the count anyway;
+			 * the caller's count says which entries to clear.
+			 */
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("invalid block count in compressed segment file \"%s\", replaced by %u",
+							FilePathName(seg->vfd), keep),
+					 errdetail("%s (header word %016llx).", problem,
+							   (unsigned long long) word)));
+			cur = (old_blocks > segno * RELSEG_SIZE) ?
+				Min(old_blocks - segno * RELSEG_SIZE, RELSEG_SIZE) : 0;
+			cur = Max(cur, keep + 1);
+		}
 		if (cur > keep)
 		{
-			pg_atomic_write_u32(&seg->header->nblocks, keep);
+			pg_atomic_write_u64(&seg->header->nblocks,
+								pcs_nblocks_word(seg->header, segno, keep));
 			INJECTION_POINT("pcs-truncate");
 			pcs_seg_clear(seg, keep, cur);
 			pcs_register_dirty(reln, forknum, segno, seg);

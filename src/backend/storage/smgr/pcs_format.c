@@ -85,9 +85,14 @@ pcs_header_crc(const PcsHeader *header)
 	return crc;
 }
 
-/* Fill in a new segment header (zeroed by the caller's buffer or not) */
+/*
+ * Fill in a new segment header (zeroed by the caller's buffer or not), for
+ * segment segno of its fork: the check of the block count word covers the
+ * segment number.
+ */
 void
-pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm, int level)
+pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm, int level,
+				BlockNumber segno)
 {
 	memset(header, 0, sizeof(PcsHeader));
 	header->magic = PCS_MAGIC;
@@ -98,11 +103,17 @@ pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm, int level)
 	header->blcksz = BLCKSZ;
 	header->relseg_size = RELSEG_SIZE;
 	header->header_crc = pcs_header_crc(header);
+	/* zero is no generation's word: the first allocation computes it */
 	pg_atomic_init_u64(&header->alloc, 0);
-	pg_atomic_init_u32(&header->nblocks, 0);
+	pg_atomic_init_u64(&header->nblocks, pcs_nblocks_word(header, segno, 0));
 }
 
-/* Check a header read from disk; NULL if it is sound */
+/*
+ * Check the fixed fields of a header read from disk; NULL if they are sound.
+ * The two shared words are checked by pcs_nblocks_decode() and
+ * pcs_alloc_decode() wherever they are read, since they change while the
+ * segment is in use.
+ */
 const char *
 pcs_header_check(const PcsHeader *header)
 {
@@ -124,9 +135,112 @@ pcs_header_check(const PcsHeader *header)
 	if (header->unit_shift != PCS_UNIT_SHIFT ||
 		header->blcksz != BLCKSZ || header->relseg_size != RELSEG_SIZE)
 		return "compressed segment was made by a build with another block, segment or unit size";
-	if (pg_atomic_read_u32(unconstify(pg_atomic_uint32 *, &header->nblocks)) > RELSEG_SIZE)
-		return "block count out of range in compressed segment header";
 	return NULL;
+}
+
+/*
+ * The format version of an intact header of another version, or 0.  Callers
+ * use it to tell a file made by another build, which is refused with a hint,
+ * from a damaged one: the version is covered by the header CRC.
+ */
+uint32
+pcs_header_other_version(const PcsHeader *header)
+{
+	if (header->magic != PCS_MAGIC ||
+		header->header_crc != pcs_header_crc(header) ||
+		header->version == PCS_FORMAT_VERSION)
+		return 0;
+	return header->version;
+}
+
+/* What the check of a shared header word covers; the kind keeps them apart */
+#define PCS_WORD_NBLOCKS	0x4e	/* 'N' */
+#define PCS_WORD_ALLOC		0x41	/* 'A' */
+
+/*
+ * The check half of a shared header word: CRC32C of the value, of what kind
+ * of word it is, of the segment (its header CRC, which covers the settings,
+ * and its number within the fork) and, for the allocation word, of the
+ * server generation.  So a word copied from another segment or from the
+ * other slot fails too.  For a fixed rest, CRC32C maps distinct 32-bit
+ * values to distinct checks, so a change confined to either half of a word
+ * is always caught.
+ */
+static uint32
+pcs_word_check(const PcsHeader *header, BlockNumber segno, uint32 kind,
+			   uint32 generation, uint32 value)
+{
+	uint32		input[5];
+	pg_crc32c	crc;
+
+	input[0] = header->header_crc;
+	input[1] = segno;
+	input[2] = kind;
+	input[3] = generation;
+	input[4] = value;
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, input, sizeof(input));
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/* The block count word of segment segno holding nblocks */
+uint64
+pcs_nblocks_word(const PcsHeader *header, BlockNumber segno,
+				 BlockNumber nblocks)
+{
+	uint32		check = pcs_word_check(header, segno, PCS_WORD_NBLOCKS, 0,
+									   nblocks);
+
+	return ((uint64) check << 32) | (uint32) ~nblocks;
+}
+
+/*
+ * Read the block count of segment segno out of its word.  NULL if the word
+ * is sound, else what is wrong with it (and *nblocks is not set).
+ */
+const char *
+pcs_nblocks_decode(const PcsHeader *header, BlockNumber segno, uint64 word,
+				   BlockNumber *nblocks)
+{
+	BlockNumber n = ~(uint32) word;
+
+	if ((uint32) (word >> 32) !=
+		pcs_word_check(header, segno, PCS_WORD_NBLOCKS, 0, n))
+		return "checksum mismatch in the block count of the compressed segment header";
+	if (n > RELSEG_SIZE)
+		return "block count out of range in compressed segment header";
+	*nblocks = n;
+	return NULL;
+}
+
+/* The allocation word of segment segno: next_unit, handed out by generation */
+uint64
+pcs_alloc_word(const PcsHeader *header, BlockNumber segno, uint32 generation,
+			   uint32 next_unit)
+{
+	uint32		check = pcs_word_check(header, segno, PCS_WORD_ALLOC,
+									   generation, next_unit);
+
+	return ((uint64) check << 32) | next_unit;
+}
+
+/*
+ * Read the next free unit out of an allocation word, if the word was written
+ * by this generation and is intact: false for a word of an earlier server
+ * generation and for a damaged one alike, which callers treat the same way.
+ */
+bool
+pcs_alloc_decode(const PcsHeader *header, BlockNumber segno,
+				 uint32 generation, uint64 word, uint32 *next_unit)
+{
+	uint32		next = (uint32) word;
+
+	if ((uint32) (word >> 32) !=
+		pcs_word_check(header, segno, PCS_WORD_ALLOC, generation, next))
+		return false;
+	*next_unit = next;
+	return true;
 }
 
 /*

@@ -1,0 +1,296 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+=pod
+
+=head1 NAME
+
+PgStrata::PcsFile - read and damage compressed (pcs) segment files in tests
+
+=head1 SYNOPSIS
+
+  use PgStrata::PcsFile;
+
+  my $path = PgStrata::PcsFile::relation_path($node, 'postgres', 't');
+  ok(PgStrata::PcsFile::is_compressed($path));
+  my $h = PgStrata::PcsFile::header($path);   # fields, words decoded
+  my $e = PgStrata::PcsFile::entry($path, 3); # map entry of block 3
+  PgStrata::PcsFile::flip($path, PgStrata::PcsFile::NBLOCKS_OFFSET);
+
+=head1 DESCRIPTION
+
+The one place where the TAP tests know the layout of a compressed segment
+(src/backend/storage/smgr/README.pcs and src/include/storage/pcs_format.h):
+a 4 kB header block, a map of 16-byte entries, one per block of the
+segment, then the data area of 512-byte units.  The header's two shared
+words are decoded with their checks, computed here independently of the
+server (CRC32C in Perl), so a test reading them also checks what the server
+wrote.  Integers are little-endian, as on the machines the tests run on.
+
+=cut
+
+package PgStrata::PcsFile;
+
+use strict;
+use warnings FATAL => 'all';
+
+use Exporter 'import';
+
+our @EXPORT_OK = qw(MAGIC FORMAT_VERSION HEADER_SIZE MAP_OFFSET ENTRY_SIZE
+  RELSEG_SIZE DATA_OFFSET UNIT_SIZE ALLOC_OFFSET NBLOCKS_OFFSET);
+
+use constant {
+	MAGIC => pack('H*', '50435331ffffff7f'),
+	FORMAT_VERSION => 2,
+	HEADER_SIZE => 4096,
+	MAP_OFFSET => 4096,
+	ENTRY_SIZE => 16,
+	RELSEG_SIZE => 131072,
+	UNIT_SIZE => 512,
+	ALLOC_OFFSET => 32,      # next free unit, then its check
+	NBLOCKS_OFFSET => 40,    # complement of the block count, then its check
+	HEADER_CRC_OFFSET => 24,
+};
+use constant DATA_OFFSET => MAP_OFFSET + RELSEG_SIZE * ENTRY_SIZE;
+
+# What the check of a shared header word covers (pcs_format.c)
+my $WORD_NBLOCKS = 0x4e;
+my $WORD_ALLOC = 0x41;
+
+my @crc_table;
+
+# crc32c(BYTES): CRC-32C (Castagnoli) of a string of bytes, as
+# PostgreSQL's pg_crc32c computes it
+sub crc32c
+{
+	my ($bytes) = @_;
+	if (!@crc_table)
+	{
+		for my $i (0 .. 255)
+		{
+			my $c = $i;
+			$c = ($c & 1) ? (($c >> 1) ^ 0x82F63B78) : ($c >> 1) for 1 .. 8;
+			push @crc_table, $c;
+		}
+	}
+	my $crc = 0xFFFFFFFF;
+	$crc = $crc_table[ ($crc ^ $_) & 0xFF ] ^ ($crc >> 8)
+	  for unpack('C*', $bytes);
+	return $crc ^ 0xFFFFFFFF;
+}
+
+# relation_path(NODE, DB, REL): the path of segment 0 of a relation's main fork
+sub relation_path
+{
+	my ($node, $db, $rel) = @_;
+	return $node->data_dir . '/'
+	  . $node->safe_psql($db, "SELECT pg_relation_filepath('$rel')");
+}
+
+# segno(PATH): the segment number a file name carries (".N"), else 0
+sub segno
+{
+	my ($path) = @_;
+	return $path =~ m{\.(\d+)$} ? $1 : 0;
+}
+
+# relation_is_compressed(NODE, DB, REL): is segment 0 of the relation's
+# main fork a compressed segment?
+sub relation_is_compressed
+{
+	return is_compressed(relation_path(@_));
+}
+
+# read_bytes(PATH, OFFSET, LENGTH): bytes of a file (fewer at its end);
+# without OFFSET and LENGTH, the whole file
+sub read_bytes
+{
+	my ($path, $offset, $len) = @_;
+	open my $fh, '<:raw', $path or die "open $path: $!";
+	my $bytes = '';
+	if (defined $offset)
+	{
+		seek $fh, $offset, 0 or die "seek $path: $!";
+		read $fh, $bytes, $len // die 'read_bytes: no length';
+	}
+	else
+	{
+		local $/;
+		$bytes = <$fh> // '';
+	}
+	close $fh;
+	return $bytes;
+}
+
+# write_bytes(PATH, OFFSET, BYTES): overwrite bytes of a file in place;
+# OFFSET undef replaces the whole file
+sub write_bytes
+{
+	my ($path, $offset, $bytes) = @_;
+	open my $fh, (defined $offset ? '+<:raw' : '>:raw'), $path
+	  or die "open $path: $!";
+	seek $fh, $offset, 0 or die "seek $path: $!" if defined $offset;
+	print $fh $bytes or die "write $path: $!";
+	close $fh or die "close $path: $!";
+}
+
+# flip(PATH, OFFSET [, MASK]): invert the bits of MASK (default all) in one
+# byte of a file
+sub flip
+{
+	my ($path, $offset, $mask) = @_;
+	my $b = read_bytes($path, $offset, 1);
+	write_bytes($path, $offset, chr(ord($b) ^ ($mask // 0xff)));
+}
+
+# file_head(PATH): the first 8 bytes of a file
+sub file_head
+{
+	my ($path) = @_;
+	return read_bytes($path, 0, 8);
+}
+
+# is_compressed(PATH): does the file start with the pcs magic?
+sub is_compressed
+{
+	my ($path) = @_;
+	return file_head($path) eq MAGIC;
+}
+
+# word_check(HEADER_CRC, SEGNO, KIND, GENERATION, VALUE): the check half of
+# a shared header word (pcs_word_check())
+sub word_check
+{
+	return crc32c(pack('V5', @_));
+}
+
+# nblocks_word(HEADER_CRC, SEGNO, COUNT): the 8 bytes of the block count
+# word holding COUNT
+sub nblocks_word
+{
+	my ($header_crc, $segno, $count) = @_;
+	return pack('V V', ~$count & 0xFFFFFFFF,
+		word_check($header_crc, $segno, $WORD_NBLOCKS, 0, $count));
+}
+
+# parse_header(BYTES [, SEGNO]): the fields of a segment header as a hash:
+# magic, version, algorithm, level, unit_shift, flags, blcksz, relseg_size,
+# header_crc, header_crc_ok, next_unit and alloc_check (the allocation
+# word's halves: its check covers the server generation, which only the
+# server knows), nblocks_word_ok, and nblocks (undef unless the word is
+# sound and in range)
+sub parse_header
+{
+	my ($bytes, $segno) = @_;
+	my %h;
+	@h{qw(magic version algorithm level unit_shift flags blcksz relseg_size
+		  header_crc pad next_unit alloc_check nblocks_low nblocks_check)} =
+	  unpack('a8 V C c C C V V V V V V V V', $bytes);
+	$h{header_crc_ok} =
+	  crc32c(substr($bytes, 0, HEADER_CRC_OFFSET)) == $h{header_crc};
+	my $count = ~$h{nblocks_low} & 0xFFFFFFFF;
+	$h{nblocks_word_ok} = word_check($h{header_crc}, $segno // 0,
+		$WORD_NBLOCKS, 0, $count) == $h{nblocks_check};
+	$h{nblocks} =
+	  ($h{nblocks_word_ok} && $count <= RELSEG_SIZE) ? $count : undef;
+	return \%h;
+}
+
+# header(PATH): parse_header of a segment file's header
+sub header
+{
+	my ($path) = @_;
+	return parse_header(read_bytes($path, 0, 48), segno($path));
+}
+
+# make_header(ALGORITHM, LEVEL, FLAGS, NBLOCKS [, VERSION]): 512 bytes of a
+# segment 0 header with sound checks (a seed for the fuzz target)
+sub make_header
+{
+	my ($algo, $level, $flags, $nblocks, $version) = @_;
+	my $fixed = pack('a8 V C c C C V V', MAGIC, $version // FORMAT_VERSION,
+		$algo, $level, 9, $flags, 8192, RELSEG_SIZE);
+	my $crc = crc32c($fixed);
+	my $h = $fixed . pack('V V', $crc, 0) . pack('Q', 0)
+	  . nblocks_word($crc, 0, $nblocks);
+	return $h . ("\0" x (512 - length($h)));
+}
+
+# parse_entry(BYTES): a 16-byte map entry as a hash: first (unit), stored
+# (bytes), units, flags, data_crc, entry_crc, raw (the bytes)
+sub parse_entry
+{
+	my ($bytes) = @_;
+	my %e;
+	@e{qw(first stored units flags data_crc entry_crc)} =
+	  unpack('V v C C V V', $bytes);
+	$e{raw} = $bytes;
+	return \%e;
+}
+
+# entry(PATH, BLOCK): parse_entry of the map entry of a block of a segment
+sub entry
+{
+	my ($path, $block) = @_;
+	return parse_entry(
+		read_bytes($path, MAP_OFFSET + ENTRY_SIZE * $block, ENTRY_SIZE));
+}
+
+# entry_offset(BLOCK), image_offset(ENTRY): where a block's entry, and
+# the image an entry points to, lie in the file
+sub entry_offset
+{
+	my ($block) = @_;
+	return MAP_OFFSET + ENTRY_SIZE * $block;
+}
+
+sub image_offset
+{
+	my ($e) = @_;
+	return DATA_OFFSET + UNIT_SIZE * $e->{first};
+}
+
+# flip_image(PATH, BLOCK): invert a byte in the middle of a block's image,
+# which its data CRC then no longer matches
+sub flip_image
+{
+	my ($path, $block) = @_;
+	my $e = entry($path, $block);
+	die "block $block of $path has no image" if $e->{stored} == 0;
+	flip($path, image_offset($e) + int($e->{stored} / 2));
+}
+
+# entries(PATH): the map entries of every block of a segment that has
+# storage, as [block, entry] pairs, in block order
+sub entries
+{
+	my ($path) = @_;
+	my $map = read_bytes($path, MAP_OFFSET, RELSEG_SIZE * ENTRY_SIZE);
+	my @out;
+	for my $b (0 .. length($map) / ENTRY_SIZE - 1)
+	{
+		my $bytes = substr($map, $b * ENTRY_SIZE, ENTRY_SIZE);
+		next if $bytes eq "\0" x ENTRY_SIZE;
+		push @out, [ $b, parse_entry($bytes) ];
+	}
+	return @out;
+}
+
+# overlaps(PATH): the pairs of blocks of a segment whose images share a
+# unit, as "A/B" separated by spaces; '' when there are none
+sub overlaps
+{
+	my ($path) = @_;
+	my @extents = sort { $a->[0] <=> $b->[0] }
+	  map { [ $_->[1]{first}, $_->[1]{first} + $_->[1]{units}, $_->[0] ] }
+	  entries($path);
+	my @bad;
+	for my $i (1 .. $#extents)
+	{
+		push @bad, "$extents[$i-1][2]/$extents[$i][2]"
+		  if $extents[$i][0] < $extents[ $i - 1 ][1];
+	}
+	return join(' ', @bad);
+}
+
+1;
