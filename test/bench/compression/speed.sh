@@ -10,7 +10,12 @@
 # "compressed" created in a tablespace WITH (compression = 'zstd').  For each
 # scenario the server restarts with its shared_buffers, then oltp_read_only,
 # oltp_write_only and oltp_read_write run for SECONDS each, alternating plain
-# and compressed ROUNDS times (A B A B ...).  Reported: median TPS and the
+# and compressed ROUNDS times, the order rotating each round (A B, B A, ...)
+# so that neither database always runs first.  With CONTROL=1 a third
+# database "control", plain like the first, joins the rotation: the
+# control / plain ratio shows how far two identical databases differ in the
+# same run, the floor under which a compressed / plain ratio is noise.
+# Reported: median TPS and the
 # compressed / plain ratio, the server's CPU seconds per 1,000 transactions
 # (server_cpu_ticks of test/lib.sh: backends and background processes, not
 # the client, and not what else runs on the machine), and blocks the server
@@ -27,7 +32,7 @@
 #                   makes the rig (the team's io-bound-rig.md recipe)
 #
 # Environment: ROUNDS (3), SECONDS_PER_RUN (30), THREADS (2), TABLES (4),
-# TABLE_SIZE (250000), SCENARIOS ("shared_buffers page_cache").
+# TABLE_SIZE (250000), SCENARIOS ("shared_buffers page_cache"), CONTROL (0).
 
 set -euo pipefail
 
@@ -42,7 +47,10 @@ THREADS=${THREADS:-2}
 TABLES=${TABLES:-4}
 TABLE_SIZE=${TABLE_SIZE:-250000}
 SCENARIOS=${SCENARIOS:-"shared_buffers page_cache"}
-export ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS
+CONTROL=${CONTROL:-0}
+export ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS CONTROL
+DBS=(plain compressed)
+[ "$CONTROL" = 1 ] && DBS+=(control)
 
 if [ "$(id -u)" = 0 ]; then
 	bench_as_test_user "$WORK" "$OUT" "$0" sysbench
@@ -84,7 +92,8 @@ sb()
 start
 psql -d postgres -c "CREATE TABLESPACE cts LOCATION '$WORK/cts' WITH (compression = 'zstd')"
 psql -d postgres -c "CREATE DATABASE plain" -c "CREATE DATABASE compressed TABLESPACE cts"
-for db in plain compressed; do
+[ "$CONTROL" = 1 ] && psql -d postgres -c "CREATE DATABASE control"
+for db in "${DBS[@]}"; do
 	sb "$db" oltp_read_only prepare >"$WORK/prepare-$db.log"
 	psql -d "$db" -c "VACUUM ANALYZE" -c "CREATE EXTENSION pg_prewarm"
 done
@@ -120,7 +129,7 @@ for scenario in $SCENARIOS; do
 	esac
 	stop
 	start
-	for db in plain compressed; do
+	for db in "${DBS[@]}"; do
 		# read everything once: into shared buffers or at least the page
 		# cache (not with the rig: its memory is smaller than the data)
 		[ "$scenario" = io_bound ] && continue
@@ -128,7 +137,9 @@ for scenario in $SCENARIOS; do
 	done
 	for workload in oltp_read_only oltp_write_only oltp_read_write; do
 		for ((r = 1; r <= ROUNDS; r++)); do
-			for db in plain compressed; do
+			# this round's order: DBS rotated by r - 1
+			order=("${DBS[@]:$(((r - 1) % ${#DBS[@]}))}" "${DBS[@]:0:$(((r - 1) % ${#DBS[@]}))}")
+			for db in "${order[@]}"; do
 				key="$scenario $workload $db"
 				r0=$(server_reads "$db")
 				d0=$(disk_read_bytes)
@@ -176,8 +187,29 @@ done
 				'BEGIN { printf "| %s | %s | %.1f | %.1f | %.3f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n", s, w, tp, tc, tc / tp, cp, cc, rp, rc, dp, dc }'
 		done
 	done
+	if [ "$CONTROL" = 1 ]; then
+		echo
+		echo "A/A control: a second plain database in the same rotation."
+		echo
+		echo "| scenario | workload | plain TPS | control TPS | control / plain | server CPU s / 1000 tx plain | control |"
+		echo "|---|---|---:|---:|---:|---:|---:|"
+		for scenario in $SCENARIOS; do
+			for workload in oltp_read_only oltp_write_only oltp_read_write; do
+				p="$scenario $workload plain"
+				c="$scenario $workload control"
+				awk -v s="$scenario" -v w="$workload" \
+					-v tp="$(median ${tps[$p]})" -v tc="$(median ${tps[$c]})" \
+					-v cp="$(median ${cpu[$p]})" -v cc="$(median ${cpu[$c]})" \
+					'BEGIN { printf "| %s | %s | %.1f | %.1f | %.3f | %.3f | %.3f |\n", s, w, tp, tc, tc / tp, cp, cc }'
+			done
+		done
+	fi
 	echo
-	echo "Raw TPS per run (in order):"
+	echo "Raw TPS per run (in the order of the rounds):"
 	echo
 	for key in "${!tps[@]}"; do echo "- $key:${tps[$key]}"; done | sort
+	echo
+	echo "Server CPU ms per transaction per run:"
+	echo
+	for key in "${!cpu[@]}"; do echo "- $key:${cpu[$key]}"; done | sort
 } >"$OUT"
