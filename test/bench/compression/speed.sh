@@ -159,6 +159,27 @@ for scenario in $SCENARIOS; do
 	done
 done
 
+# compare OTHER: the table of medians, plain against database OTHER
+compare()
+{
+	local other=$1 p c
+
+	echo "| scenario | workload | plain TPS | $other TPS | ratio | server CPU s / 1000 tx plain | $other | server block reads plain | $other | disk MB read / 1000 tx plain | $other |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for scenario in $SCENARIOS; do
+		for workload in oltp_read_only oltp_write_only oltp_read_write; do
+			p="$scenario $workload plain"
+			c="$scenario $workload $other"
+			awk -v s="$scenario" -v w="$workload" \
+				-v tp="$(median ${tps[$p]})" -v tc="$(median ${tps[$c]})" \
+				-v cp="$(median ${cpu[$p]})" -v cc="$(median ${cpu[$c]})" \
+				-v rp="$(median ${reads[$p]})" -v rc="$(median ${reads[$c]})" \
+				-v dp="$(median ${disk[$p]})" -v dc="$(median ${disk[$c]})" \
+				'BEGIN { printf "| %s | %s | %.1f | %.1f | %.3f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n", s, w, tp, tc, tc / tp, cp, cc, rp, rc, dp, dc }'
+		done
+	done
+}
+
 {
 	echo "# Compressed tablespaces: sysbench throughput"
 	echo
@@ -173,36 +194,12 @@ done
 	fi
 	echo "- sizes: plain $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('plain'))"), compressed $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('compressed'))") (after the runs)"
 	echo
-	echo "| scenario | workload | plain TPS | compressed TPS | ratio | server CPU s / 1000 tx plain | compressed | server block reads plain | compressed | disk MB read / 1000 tx plain | compressed |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-	for scenario in $SCENARIOS; do
-		for workload in oltp_read_only oltp_write_only oltp_read_write; do
-			p="$scenario $workload plain"
-			c="$scenario $workload compressed"
-			tp=$(median ${tps[$p]}); tc=$(median ${tps[$c]})
-			awk -v s="$scenario" -v w="$workload" -v tp="$tp" -v tc="$tc" \
-				-v cp="$(median ${cpu[$p]})" -v cc="$(median ${cpu[$c]})" \
-				-v rp="$(median ${reads[$p]})" -v rc="$(median ${reads[$c]})" \
-				-v dp="$(median ${disk[$p]})" -v dc="$(median ${disk[$c]})" \
-				'BEGIN { printf "| %s | %s | %.1f | %.1f | %.3f | %.3f | %.3f | %d | %d | %.1f | %.1f |\n", s, w, tp, tc, tc / tp, cp, cc, rp, rc, dp, dc }'
-		done
-	done
+	compare compressed
 	if [ "$CONTROL" = 1 ]; then
 		echo
-		echo "A/A control: a second plain database in the same rotation."
+		echo "A/A control: a second plain database in the same rotation, in place of compressed."
 		echo
-		echo "| scenario | workload | plain TPS | control TPS | control / plain | server CPU s / 1000 tx plain | control |"
-		echo "|---|---|---:|---:|---:|---:|---:|"
-		for scenario in $SCENARIOS; do
-			for workload in oltp_read_only oltp_write_only oltp_read_write; do
-				p="$scenario $workload plain"
-				c="$scenario $workload control"
-				awk -v s="$scenario" -v w="$workload" \
-					-v tp="$(median ${tps[$p]})" -v tc="$(median ${tps[$c]})" \
-					-v cp="$(median ${cpu[$p]})" -v cc="$(median ${cpu[$c]})" \
-					'BEGIN { printf "| %s | %s | %.1f | %.1f | %.3f | %.3f | %.3f |\n", s, w, tp, tc, tc / tp, cp, cc }'
-			done
-		done
+		compare control
 	fi
 	echo
 	echo "Raw TPS per run (in the order of the rounds):"
