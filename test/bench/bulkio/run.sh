@@ -23,12 +23,19 @@
 #                   in the same session, not measured)
 #   create_index    CREATE INDEX on (v)                  polar_index_create_bulk_extend_size
 #   copy            COPY FROM a file into a new table    polar_bulk_extend_size
+#   copy_4          four sessions at once, each COPYing   polar_bulk_extend_size
+#                   a quarter of the file into one new
+#                   table
 #   insert_N        single-row INSERTs from N = 1, 4, 16 polar_bulk_extend_size
-#                   pgbench clients into a table above
+#                   pgbench clients for INSERT_SECONDS
+#                   into a table above
 #                   polar_min_bulk_extend_table_size
+#                   (synchronous_commit off, so that the
+#                   disk's flush latency does not drown
+#                   the extension path)
 #
-# Reported: wall time (or TPS for inserts) per run, the medians and the
-# default / 0 ratio, and for the single-session scenarios the read and write
+# Reported: wall time (or TPS and the server's CPU per 1,000 transactions
+# for inserts) per run, the medians and the default / 0 ratio, and for the single-session scenarios the read and write
 # system calls of the backend (syscr / syscw of /proc/PID/io, read before and
 # after in the same session: no tracer needed, and they count preadv and
 # pwritev as one call each, like strace -c), plus the pgstrata_bulk_io
@@ -41,7 +48,7 @@
 # PGSTRATA_RIG="memory/pgrig blkio/pgrig" starts the server inside groups
 # made beforehand.  The results say which.
 #
-# Environment: ROUNDS (3), ROWS (1000000), INSERT_TX (2000 per client),
+# Environment: ROUNDS (3), ROWS (1000000), INSERT_SECONDS (15),
 # SCENARIOS (all of them; a list of names such as "bitmap bitmap_lossy
 # temp_set_tablespace" runs only those, and the inserts only if it names
 # insert).
@@ -55,9 +62,9 @@ WORK=$TOP/build/bench/bulkio
 OUT=${1:-/dev/stdout}
 ROUNDS=${ROUNDS:-3}
 ROWS=${ROWS:-1000000}
-INSERT_TX=${INSERT_TX:-2000}
-SCENARIOS=${SCENARIOS:-"seqscan vacuum set_tablespace bitmap bitmap_lossy temp_set_tablespace create_index copy insert"}
-export ROUNDS ROWS INSERT_TX SCENARIOS
+INSERT_SECONDS=${INSERT_SECONDS:-15}
+SCENARIOS=${SCENARIOS:-"seqscan vacuum set_tablespace bitmap bitmap_lossy temp_set_tablespace create_index copy copy_4 insert"}
+export ROUNDS ROWS INSERT_SECONDS SCENARIOS
 
 if [ "$(id -u)" = 0 ]; then
 	# RIG_MEMORY_MB set: make the I/O-bound rig and run the server in it
@@ -109,6 +116,10 @@ CREATE TABLE big (id int, v text);
 INSERT INTO big SELECT g, repeat(md5(g::text), 3) FROM generate_series(1, $ROWS) g;
 VACUUM big;
 COPY big TO '$WORK/big.copy';
+COPY (SELECT * FROM big WHERE id % 4 = 0) TO '$WORK/big.copy.0';
+COPY (SELECT * FROM big WHERE id % 4 = 1) TO '$WORK/big.copy.1';
+COPY (SELECT * FROM big WHERE id % 4 = 2) TO '$WORK/big.copy.2';
+COPY (SELECT * FROM big WHERE id % 4 = 3) TO '$WORK/big.copy.3';
 CREATE TABLE ins (id bigint, v text);
 INSERT INTO ins SELECT g, repeat(md5(g::text), 3) FROM generate_series(1, 70000) g;
 CHECKPOINT;
@@ -191,25 +202,57 @@ scenario create_index polar_index_create_bulk_extend_size 512 no \
 scenario copy polar_bulk_extend_size 512 no \
 	"CREATE TABLE c (id int, v text); COPY c FROM '$WORK/big.copy'" "DROP TABLE c"
 
-# single-row inserts from N clients: TPS from pgbench
+# four sessions COPY a quarter of the rows each into one new table at once,
+# so that they extend the same relation concurrently: wall time of the
+# slowest, and the pre-extensions of all four
+case " $SCENARIOS " in *" copy_4 "*) copy4_rounds=$ROUNDS ;; *) copy4_rounds=0 ;; esac
+for ((r = 1; r <= copy4_rounds; r++)); do
+	for value in 0 512; do
+		psql -c "CREATE TABLE c4 (id int, v text)" -c "SELECT pgstrata_bulk_io_reset()" >/dev/null
+		t0=$(date +%s.%N)
+		for q in 0 1 2 3; do
+			psql -c "SET polar_bulk_extend_size = $value" -c "COPY c4 FROM '$WORK/big.copy.$q'" >/dev/null &
+		done
+		wait
+		t1=$(date +%s.%N)
+		pre=$(psql -c "SELECT sum(heap_pre_extensions) FROM pgstrata_bulk_io")
+		mb=$(psql -c "SELECT pg_relation_size('c4') / 1048576" -c "DROP TABLE c4")
+		line=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')" $pre $mb"
+		record "copy_4/$value" "$line"
+		echo "copy_4 polar_bulk_extend_size=$value round $r: seconds, pre-extensions, MB: $line" >&2
+	done
+done
+
+# single-row inserts from N clients for INSERT_SECONDS: TPS from pgbench,
+# the server's CPU per 1,000 transactions (server_cpu_ticks of
+# test/lib.sh, which the client's CPU does not inflate) and the
+# pre-extensions of the run
 case " $SCENARIOS " in *" insert "*) ;; *) INSERT_CLIENTS= ;; esac
 echo 'INSERT INTO ins VALUES (:client_id * 100000000 + random(1, 99999999), repeat(md5(random()::text), 3));' >"$WORK/insert.sql"
+hz=$(getconf CLK_TCK)
+psql -c "ALTER SYSTEM SET synchronous_commit = off" >/dev/null
 for clients in ${INSERT_CLIENTS-1 4 16}; do
 	for r in $(seq "$ROUNDS"); do
 		for value in 0 512; do
 			psql -c "ALTER SYSTEM SET polar_bulk_extend_size = $value" -c "SELECT pg_reload_conf()" >/dev/null
 			sleep 1
 			psql -c "SELECT pgstrata_bulk_io_reset()" >/dev/null
+			c0=$(server_cpu_ticks "$WORK/data")
 			tps=$("$BIN/pgbench" -n -h 127.0.0.1 -p "$port" -c "$clients" -j "$clients" \
-				-t "$INSERT_TX" -f "$WORK/insert.sql" postgres 2>/dev/null |
+				-T "$INSERT_SECONDS" -f "$WORK/insert.sql" postgres 2>/dev/null |
 				sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+			sleep 1	# the postmaster reaps the run's backends
+			c1=$(server_cpu_ticks "$WORK/data")
+			cpu=$(awk -v c=$((c1 - c0)) -v hz="$hz" -v t="$tps" -v s="$INSERT_SECONDS" \
+				'BEGIN { printf "%.3f", c / hz / (t * s / 1000) }')
 			pre=$(psql -c "SELECT sum(heap_pre_extensions) FROM pgstrata_bulk_io")
-			record "insert_$clients/$value" "$tps $pre"
-			echo "insert_$clients polar_bulk_extend_size=$value round $r: tps $tps pre-extensions $pre" >&2
+			record "insert_$clients/$value" "$tps $pre $cpu"
+			echo "insert_$clients polar_bulk_extend_size=$value round $r: tps $tps pre-extensions $pre cpu $cpu" >&2
 		done
 	done
 done
-psql -c "ALTER SYSTEM RESET polar_bulk_extend_size" -c "SELECT pg_reload_conf()" >/dev/null
+psql -c "ALTER SYSTEM RESET polar_bulk_extend_size" -c "ALTER SYSTEM RESET synchronous_commit" \
+	-c "SELECT pg_reload_conf()" >/dev/null
 
 # column COL KEY: the COLth field of every run of KEY
 column() { printf '%s' "${raw[$2]}" | awk -v c="$1" 'NF {print $c}'; }
@@ -219,7 +262,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 {
 	echo "# polar_bulk_* settings: 0 against the default"
 	echo
-	echo "- command: \`test/bench/bulkio/run.sh\` (ROUNDS=$ROUNDS ROWS=$ROWS INSERT_TX=$INSERT_TX SCENARIOS=\"$SCENARIOS\")"
+	echo "- command: \`test/bench/bulkio/run.sh\` (ROUNDS=$ROUNDS ROWS=$ROWS INSERT_SECONDS=$INSERT_SECONDS SCENARIOS=\"$SCENARIOS\")"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); shared with other jobs, noisy"
 	echo "- table: $ROWS rows, $table_mb MB; shared_buffers 128MB; restarts empty shared buffers, not the page cache"
@@ -245,16 +288,24 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 		echo "| $1 | $2 | $t0 | $t1 | $(ratio "$t1" "$t0") | $(med 2 "$1/0") | $(med 2 "$1/$3") | $(med 3 "$1/0") | $(med 3 "$1/$3") | $(med 4 "$1/$3") |"
 	done
 	echo
+	if [ -n "${raw[copy_4/0]:-}" ]; then
+		echo "| COPY from 4 sessions into one table | seconds at polar_bulk_extend_size 0 | at 4MB | 4MB / 0 | pre-extensions at 4MB | table MB at 0 | at 4MB |"
+		echo "| --- | --- | --- | --- | --- | --- | --- |"
+		t0=$(med 1 copy_4/0); t1=$(med 1 copy_4/512)
+		echo "| copy_4 | $t0 | $t1 | $(ratio "$t1" "$t0") | $(med 2 copy_4/512) | $(med 3 copy_4/0) | $(med 3 copy_4/512) |"
+		echo
+	fi
 	if [ -n "${INSERT_CLIENTS-1 4 16}" ]; then
-		echo "| single-row INSERT | TPS at polar_bulk_extend_size 0 | TPS at 4MB | 4MB / 0 | pre-extensions per run at 4MB |"
-		echo "| --- | --- | --- | --- | --- |"
+		echo "| single-row INSERT, $INSERT_SECONDS s | TPS at polar_bulk_extend_size 0 | TPS at 4MB | 4MB / 0 | server CPU s / 1000 tx at 0 | at 4MB | 4MB / 0 | pre-extensions per run at 4MB |"
+		echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 		for clients in ${INSERT_CLIENTS-1 4 16}; do
 			t0=$(med 1 "insert_$clients/0"); t1=$(med 1 "insert_$clients/512")
-			echo "| $clients clients | $t0 | $t1 | $(ratio "$t1" "$t0") | $(med 2 "insert_$clients/512") |"
+			u0=$(med 3 "insert_$clients/0"); u1=$(med 3 "insert_$clients/512")
+			echo "| $clients clients | $t0 | $t1 | $(ratio "$t1" "$t0") | $u0 | $u1 | $(ratio "$u1" "$u0") | $(med 2 "insert_$clients/512") |"
 		done
 		echo
 	fi
-	echo "Raw runs (seconds or TPS, read calls, write calls, bulk reads, heap pre-extensions, index pre-extensions):"
+	echo "Raw runs (seconds or TPS, then read calls, write calls, bulk reads, heap pre-extensions, index pre-extensions; copy_4: seconds, pre-extensions, MB; inserts: TPS, pre-extensions, server CPU s / 1000 tx):"
 	echo
 	echo '```'
 	for k in $(printf '%s\n' "${!raw[@]}" | sort); do
