@@ -264,7 +264,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 	echo
 	echo "- command: \`test/bench/bulkio/run.sh\` (ROUNDS=$ROUNDS ROWS=$ROWS INSERT_SECONDS=$INSERT_SECONDS SCENARIOS=\"$SCENARIOS\")"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "- machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); shared with other jobs, noisy"
+	echo "- machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr); load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
 	echo "- table: $ROWS rows, $table_mb MB; shared_buffers 128MB; restarts empty shared buffers, not the page cache"
 	if [ -n "${PGSTRATA_RIG:-}" ]; then
 		echo "- server inside the control groups $PGSTRATA_RIG (I/O-bound rig)"
