@@ -153,6 +153,8 @@ verify_accepted_entry(const PcsMapEntry *e, uint32 unit_limit)
 		fuzz_fail("accepted an entry whose image does not fit a block");
 	if ((e->flags & PCS_ENTRY_RAW) && e->stored != BLCKSZ)
 		fuzz_fail("accepted a raw entry that is not a whole block");
+	if ((e->flags & PCS_ENTRY_RAW) && (e->flags & PCS_ENTRY_SHUFFLED))
+		fuzz_fail("accepted a raw entry marked as shuffled");
 	if (e->units < pcs_units_for(e->stored) || e->units > PCS_MAX_UNITS)
 		fuzz_fail("accepted an entry with a bad unit count");
 	if ((uint64) e->first_unit + e->units > unit_limit)
@@ -227,6 +229,8 @@ decompress_exact(PcsAlgorithm algo, const uint8_t *src, size_t len)
 
 	memcpy(image, src, len);
 	(void) pcs_decompress_page(algo, image, (int) len, page);
+	/* and, as a shuffled image, through the unshuffle of what comes out */
+	(void) pcs_decode_image(algo, PCS_ENTRY_SHUFFLED, image, (int) len, page);
 	free(page);
 	free(image);
 }
@@ -311,11 +315,8 @@ fuzz_segment(const uint8_t *data, size_t size, bool fixup)
 				entry.data_crc = pcs_data_crc(image, entry.stored);
 			if (pcs_data_crc(image, entry.stored) == entry.data_crc)
 			{
-				if (entry.flags & PCS_ENTRY_RAW)
-					memcpy(page, image, BLCKSZ);
-				else
-					(void) pcs_decompress_page(h->algorithm, image,
-											   entry.stored, page);
+				(void) pcs_decode_image(h->algorithm, entry.flags, image,
+										entry.stored, page);
 			}
 		}
 		free(page);
@@ -335,6 +336,7 @@ fuzz_roundtrip(const uint8_t *data, size_t size)
 	char	   *dest;
 	char	   *back;
 	int			len;
+	uint8		flags;
 
 	if (size < 3)
 		return;
@@ -343,22 +345,38 @@ fuzz_roundtrip(const uint8_t *data, size_t size)
 	page = calloc(1, BLCKSZ);
 	memcpy(page, data + 3, Min(size - 3, BLCKSZ));
 	dest = malloc(Max(capacity, 1));
-	len = pcs_compress_page(algo, 1, page, dest, capacity);
+	back = malloc(BLCKSZ);
+
+	/* the shuffle alone gives any page back */
+	if (pcs_page_shuffle(page, back))
+	{
+		char	   *shuffled = malloc(BLCKSZ);
+
+		memcpy(shuffled, back, BLCKSZ);
+		if (pcs_page_unshuffle(shuffled, back) != NULL)
+			fuzz_fail("a shuffled page does not unshuffle");
+		if (memcmp(page, back, BLCKSZ) != 0)
+			fuzz_fail("a shuffled page unshuffles to other bytes");
+		free(shuffled);
+	}
+
+	len = pcs_compress_page(algo, 1, page, dest, capacity, &flags);
 	if (len > capacity)
 		fuzz_fail("compression wrote more than its capacity");
+	if ((len < 0) != (flags == PCS_ENTRY_RAW))
+		fuzz_fail("compression's flags do not say whether the page is raw");
 	if (len >= 0)
 	{
 		char	   *image = malloc(len);
 
 		memcpy(image, dest, len);
-		back = malloc(BLCKSZ);
-		if (pcs_decompress_page(algo, image, len, back) != NULL)
+		if (pcs_decode_image(algo, flags, image, len, back) != NULL)
 			fuzz_fail("a compressed page does not decompress");
 		if (memcmp(page, back, BLCKSZ) != 0)
 			fuzz_fail("a compressed page decompresses to other bytes");
-		free(back);
 		free(image);
 	}
+	free(back);
 	free(dest);
 	free(page);
 }

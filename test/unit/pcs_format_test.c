@@ -25,6 +25,7 @@
 #endif
 
 #include "port/pg_crc32c.h"
+#include "storage/bufpage.h"
 #include "storage/pcs_format.h"
 
 static int	ntests = 0;
@@ -72,6 +73,14 @@ make_text_page(char *page, unsigned seed)
 		off += n;
 		page[off++] = ' ';
 	}
+}
+
+/* The next pseudo-random number of a test's private sequence */
+static unsigned
+next_rand(unsigned *seed)
+{
+	*seed = *seed * 1103515245 + 12345;
+	return *seed >> 16;
 }
 
 /* Fill a page with pseudo-random bytes, which do not compress */
@@ -248,7 +257,7 @@ test_entry(void)
 	check(pcs_entry_is_empty(&empty) && pcs_entry_check(&empty, 7, 0) == NULL,
 		  "an all-zero entry is an empty block");
 
-	pcs_entry_set(&e, 7, 100, 1000, pcs_units_to_allocate(1000, true), false, 0xdeadbeef);
+	pcs_entry_set(&e, 7, 100, 1000, pcs_units_to_allocate(1000, true), 0, 0xdeadbeef);
 	check(pcs_entry_check(&e, 7, 200) == NULL, "a new entry passes its check");
 	check(pcs_entry_check(&e, 8, 200) != NULL, "an entry in the wrong slot is caught");
 	check(pcs_entry_check(&e, 7, 101) != NULL,
@@ -267,8 +276,28 @@ test_entry(void)
 	}
 	check(all_caught, "every single-bit flip of an entry is caught");
 
-	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, true, 1);
+	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1);
 	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS) == NULL, "a raw entry passes its check");
+
+	pcs_entry_set(&e, 3, 0, 1000, 2, PCS_ENTRY_SHUFFLED, 1);
+	check(pcs_entry_check(&e, 3, 2) == NULL, "a shuffled entry passes its check");
+
+	/* a raw entry marked as shuffled, with an entry CRC that matches */
+	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1);
+	e.flags |= PCS_ENTRY_SHUFFLED;
+	{
+		pg_crc32c	crc;
+		BlockNumber segblock = 3;
+
+		INIT_CRC32C(crc);
+		COMP_CRC32C(crc, &e, offsetof(PcsMapEntry, entry_crc));
+		COMP_CRC32C(crc, &segblock, sizeof(segblock));
+		FIN_CRC32C(crc);
+		e.entry_crc = crc;
+	}
+	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS) != NULL &&
+		  strstr(pcs_entry_check(&e, 3, PCS_RAW_UNITS), "shuffled") != NULL,
+		  "a raw entry marked as shuffled is refused");
 }
 
 /* Allocation sizes: exact for first images, slack for grown ones */
@@ -304,20 +333,21 @@ test_codec(PcsAlgorithm algo)
 	char		comp[BLCKSZ];
 	char		msg[128];
 	int			len;
+	uint8		flags;
 	bool		all_caught;
 	const char *name = pcs_algorithm_name(algo);
 
 	memset(page, 0, BLCKSZ);
-	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp));
-	snprintf(msg, sizeof(msg), "%s: a zero page compresses to one unit", name);
-	check(len > 0 && pcs_units_for(len) == 1, msg);
+	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags);
+	snprintf(msg, sizeof(msg), "%s: a zero page compresses to one unit, unshuffled", name);
+	check(len > 0 && pcs_units_for(len) == 1 && flags == 0, msg);
 
 	make_text_page(page, 42);
-	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp));
+	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags);
 	snprintf(msg, sizeof(msg), "%s: a text page compresses and saves units", name);
 	check(len > 0 && pcs_units_for(len) < PCS_RAW_UNITS, msg);
 	snprintf(msg, sizeof(msg), "%s: it decompresses to the same page", name);
-	check(len > 0 && pcs_decompress_page(algo, comp, len, back) == NULL &&
+	check(len > 0 && pcs_decode_image(algo, flags, comp, len, back) == NULL &&
 		  memcmp(page, back, BLCKSZ) == 0, msg);
 
 	snprintf(msg, sizeof(msg), "%s: a truncated image is an error", name);
@@ -334,7 +364,7 @@ test_codec(PcsAlgorithm algo)
 
 		memcpy(bad, comp, len);
 		bad[i] ^= 0x5a;
-		(void) pcs_decompress_page(algo, bad, len, back);
+		(void) pcs_decode_image(algo, PCS_ENTRY_SHUFFLED, bad, len, back);
 		if (pcs_data_crc(bad, len) == pcs_data_crc(comp, len))
 			all_caught = false;
 	}
@@ -343,7 +373,144 @@ test_codec(PcsAlgorithm algo)
 
 	make_random_page(page, 7);
 	snprintf(msg, sizeof(msg), "%s: a random page is stored raw", name);
-	check(pcs_compress_page(algo, 1, page, comp, sizeof(comp)) == -1, msg);
+	check(pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags) == -1 &&
+		  flags == PCS_ENTRY_RAW, msg);
+}
+
+/* Set the layout fields of a page header */
+static void
+set_layout(char *page, int lower, int upper, int special)
+{
+	PageHeader	ph = (PageHeader) page;
+
+	ph->pd_lower = lower;
+	ph->pd_upper = upper;
+	ph->pd_special = special;
+}
+
+/*
+ * A B-tree leaf page of a primary key on a serial column: items of 16 bytes
+ * (a heap TID in heap order, t_info, an ascending int4 key, padding) placed
+ * downwards from the special space, line pointers in key order
+ */
+static void
+make_btree_page(char *page, unsigned seed)
+{
+	int			n = 400;
+	int			special = BLCKSZ - 16;
+	int			upper = special - n * 16;
+
+	memset(page, 0, BLCKSZ);
+	set_layout(page, SizeOfPageHeaderData + n * sizeof(ItemIdData), upper, special);
+	for (int i = 0; i < n; i++)
+	{
+		ItemIdData lp;
+		char	   *tup = page + special - (i + 1) * 16;
+		uint16		block = seed + i / 37;
+		uint16		posid = 1 + i % 37;
+		int32		key = seed * 1000 + i;
+
+		lp.lp_off = special - (i + 1) * 16;
+		lp.lp_flags = LP_NORMAL;
+		lp.lp_len = 16;
+		memcpy(page + SizeOfPageHeaderData + i * sizeof(ItemIdData), &lp, sizeof(lp));
+		memcpy(tup + 2, &block, 2);
+		memcpy(tup + 4, &posid, 2);
+		tup[6] = 16;
+		memcpy(tup + 8, &key, 4);
+	}
+	memset(page + special, 0x42, 16);
+}
+
+/* The shuffle of pcs_compress_page(): reversible for any bytes, and useful */
+static void
+test_shuffle(void)
+{
+	char		page[BLCKSZ];
+	char		shuffled[BLCKSZ];
+	char		back[BLCKSZ];
+	unsigned	seed = 1;
+	bool		exact = true;
+	int			shuffled_count = 0;
+	const struct
+	{
+		int			lower,
+					upper,
+					special;
+	}			bad[] = {
+		{0, 100, 200},			/* lower before the line pointers */
+		{SizeOfPageHeaderData + 80, 100, 200},	/* lower after upper */
+		{SizeOfPageHeaderData + 8, 300, 200},	/* upper after special */
+		{SizeOfPageHeaderData + 8, 300, BLCKSZ + 8},	/* special past the page */
+		{SizeOfPageHeaderData + 6, 300, 400},	/* part of a line pointer */
+		{SizeOfPageHeaderData, 300, 400},	/* no line pointers */
+	};
+	bool		refused = true;
+
+	make_btree_page(page, 5);
+	check(pcs_page_shuffle(page, shuffled) && memcmp(page, shuffled, BLCKSZ) != 0,
+		  "a B-tree page is shuffled");
+	check(pcs_page_unshuffle(shuffled, back) == NULL && memcmp(page, back, BLCKSZ) == 0,
+		  "it unshuffles to the same page");
+#ifdef USE_ZSTD
+	{
+		char		out[2 * BLCKSZ];
+		size_t		plain = ZSTD_compress(out, sizeof(out), page, BLCKSZ, 1);
+		size_t		after = ZSTD_compress(out, sizeof(out), shuffled, BLCKSZ, 1);
+
+		check(!ZSTD_isError(plain) && !ZSTD_isError(after) &&
+			  pcs_units_for((int) after) * 2 <= pcs_units_for((int) plain),
+			  "shuffled, it takes at most half the units zstd needs for it as it is");
+	}
+#endif
+
+	/* pages whose header is not a layout are left alone, and refused back */
+	for (int i = 0; i < lengthof(bad); i++)
+	{
+		make_btree_page(page, 5);
+		set_layout(page, bad[i].lower, bad[i].upper, bad[i].special);
+		memset(shuffled, 0x77, BLCKSZ);
+		if (pcs_page_shuffle(page, shuffled) || shuffled[100] != 0x77 ||
+			pcs_page_unshuffle(page, back) == NULL)
+			refused = false;
+	}
+	check(refused, "pages without a standard layout are neither shuffled nor unshuffled");
+
+	/*
+	 * Random bytes under random layouts, line pointers of every kind and
+	 * length (lengths of 0, past the page, strides up to and beyond the
+	 * limit): each one that is shuffled comes back exactly.
+	 */
+	for (int i = 0; i < 20000; i++)
+	{
+		int			special = BLCKSZ - (int) (next_rand(&seed) % 64) * 8;
+		int			upper = SizeOfPageHeaderData + next_rand(&seed) % (special - SizeOfPageHeaderData + 1);
+		int			nitems = next_rand(&seed) % ((upper - SizeOfPageHeaderData) / sizeof(ItemIdData) + 1);
+		int			stride = 8 * (1 + next_rand(&seed) % 140);
+
+		make_random_page(page, next_rand(&seed));
+		set_layout(page, SizeOfPageHeaderData + nitems * sizeof(ItemIdData), upper, special);
+		/* most items of one length, so that a stride is found */
+		for (int j = 0; j < nitems; j++)
+		{
+			ItemIdData lp;
+
+			memcpy(&lp, page + SizeOfPageHeaderData + j * sizeof(ItemIdData), sizeof(lp));
+			if (next_rand(&seed) % 4 != 0)
+			{
+				lp.lp_flags = LP_NORMAL;
+				lp.lp_len = stride - next_rand(&seed) % 8;
+			}
+			memcpy(page + SizeOfPageHeaderData + j * sizeof(ItemIdData), &lp, sizeof(lp));
+		}
+		if (!pcs_page_shuffle(page, shuffled))
+			continue;
+		shuffled_count++;
+		if (pcs_page_unshuffle(shuffled, back) != NULL || memcmp(page, back, BLCKSZ) != 0)
+			exact = false;
+	}
+	check(shuffled_count > 15000 && exact,
+		  "random pages under random layouts all unshuffle to themselves");
 }
 
 /*
@@ -351,14 +518,6 @@ test_codec(PcsAlgorithm algo)
  * zstd tablespaces.
  */
 #if defined(USE_LZ4) && defined(USE_ZSTD)
-
-/* The next pseudo-random number of a test's private sequence */
-static unsigned
-next_rand(unsigned *seed)
-{
-	*seed = *seed * 1103515245 + 12345;
-	return *seed >> 16;
-}
 
 /*
  * Could any compressor a tablespace may use store this page in fewer units
@@ -628,6 +787,7 @@ main(void)
 	test_alloc_word();
 	test_entry();
 	test_allocation();
+	test_shuffle();
 #if defined(USE_LZ4) && defined(USE_ZSTD)
 	test_estimate();
 #endif

@@ -88,13 +88,8 @@ pcs_read_page(int fd, const char *fn, const PcsHeader *header,
 		return "the image is cut short by the end of the file";
 	if (pcs_data_crc(image.data, entry->stored) != entry->data_crc)
 		return "checksum mismatch in the compressed image";
-	if (entry->flags & PCS_ENTRY_RAW)
-	{
-		memcpy(page, image.data, BLCKSZ);
-		return NULL;
-	}
-	return pcs_decompress_page(header->algorithm, image.data, entry->stored,
-							   page);
+	return pcs_decode_image(header->algorithm, entry->flags, image.data,
+							entry->stored, page);
 }
 
 /*
@@ -168,7 +163,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		const char *src;
 		int			len;
 		int			units;
-		bool		raw;
+		uint8		image_flags;
 
 		/* a block without storage reads as zeros: a new page */
 		if (pcs_entry_is_empty(&map[b]))
@@ -209,16 +204,15 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		/* a new image with the checksum, in fresh units at the end */
 		phdr->pd_checksum = csum;
 		len = pcs_compress_page(header->algorithm, header->level, page.data,
-								image.data, BLCKSZ);
-		raw = (len < 0);
-		src = raw ? page.data : image.data;
-		if (raw)
+								image.data, BLCKSZ, &image_flags);
+		src = len < 0 ? page.data : image.data;
+		if (len < 0)
 			len = BLCKSZ;
 		units = pcs_units_to_allocate(len, false);
 		if ((uint64) next_unit + units > PG_UINT32_MAX)
 			pg_fatal("compressed segment \"%s\" is full", fn);
 		pcs_write_at(fd, fn, src, len, pcs_unit_offset(next_unit));
-		pcs_entry_set(&map[b], b, next_unit, len, units, raw,
+		pcs_entry_set(&map[b], b, next_unit, len, units, image_flags,
 					  pcs_data_crc(src, len));
 		next_unit += units;
 		counts.blocks_written++;

@@ -134,7 +134,9 @@ typedef struct PcsHeader
 /* Map entry flags */
 #define PCS_ENTRY_ALLOCATED		0x01	/* the block has units */
 #define PCS_ENTRY_RAW			0x02	/* stored uncompressed */
-#define PCS_ENTRY_KNOWN_FLAGS	(PCS_ENTRY_ALLOCATED | PCS_ENTRY_RAW)
+#define PCS_ENTRY_SHUFFLED		0x04	/* compressed after pcs_page_shuffle() */
+#define PCS_ENTRY_KNOWN_FLAGS	(PCS_ENTRY_ALLOCATED | PCS_ENTRY_RAW | \
+								 PCS_ENTRY_SHUFFLED)
 
 /*
  * One map entry per logical block; 32 fit in a 512-byte sector, so no entry
@@ -241,17 +243,22 @@ extern bool pcs_alloc_decode(const PcsHeader *header, BlockNumber segno,
 
 extern void pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock,
 						  uint32 first_unit, int stored, int units,
-						  bool raw, uint32 data_crc);
+						  uint8 image_flags, uint32 data_crc);
 extern const char *pcs_entry_check(const PcsMapEntry *entry,
 								   BlockNumber segblock, uint32 unit_limit);
 extern int	pcs_units_to_allocate(int stored, bool grown);
 
 extern bool pcs_page_incompressible(const char *page, char *scratch);
+extern bool pcs_page_shuffle(const char *page, char *out);
+extern const char *pcs_page_unshuffle(const char *in, char *page);
 extern int	pcs_compress_page(PcsAlgorithm algorithm, int level,
-							  const char *page, char *dest, int capacity);
+							  const char *page, char *dest, int capacity,
+							  uint8 *image_flags);
 extern const char *pcs_decompress_page(PcsAlgorithm algorithm,
 									   const char *src, int srclen,
 									   char *page);
+extern const char *pcs_decode_image(PcsAlgorithm algorithm, uint8 flags,
+									const char *image, int len, char *page);
 extern uint32 pcs_data_crc(const char *data, int len);
 
 #endif							/* PCS_FORMAT_H */

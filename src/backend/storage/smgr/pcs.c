@@ -795,11 +795,9 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 			problem = "the image is cut short by the end of the file";
 		else if (pcs_data_crc(image.data, entry.stored) != entry.data_crc)
 			problem = "checksum mismatch in the compressed image";
-		else if (entry.flags & PCS_ENTRY_RAW)
-			memcpy(buffer, image.data, BLCKSZ);
 		else
-			problem = pcs_decompress_page(seg->header->algorithm, image.data,
-										  entry.stored, buffer);
+			problem = pcs_decode_image(seg->header->algorithm, entry.flags,
+									   image.data, entry.stored, buffer);
 	}
 	if (problem == NULL)
 		return;
@@ -852,7 +850,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	int			len;
 	int			units;
 	uint32		first;
-	bool		raw;
+	uint8		image_flags;
 	BlockNumber nblocks;
 
 	if (seg == NULL)
@@ -867,9 +865,8 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	 */
 	memcpy(page.data, buffer, BLCKSZ);
 	len = pcs_compress_page(seg->header->algorithm, seg->header->level,
-							page.data, image.data, BLCKSZ);
-	raw = (len < 0);
-	if (raw)
+							page.data, image.data, BLCKSZ, &image_flags);
+	if (len < 0)
 	{
 		src = page.data;
 		len = BLCKSZ;
@@ -907,7 +904,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	if (first != old.first_unit && !pcs_entry_is_empty(&old))
 		INJECTION_POINT("pcs-write-relocate");
 
-	pcs_entry_set(&entry, segblock, first, len, units, raw,
+	pcs_entry_set(&entry, segblock, first, len, units, image_flags,
 				  pcs_data_crc(src, len));
 	seg->map[segblock] = entry;
 
@@ -1284,10 +1281,8 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 			if (item->start + item->len - items[first].start > nread ||
 				pcs_data_crc(image, item->len) != item->entry.data_crc)
 				continue;
-			if (item->entry.flags & PCS_ENTRY_RAW)
-				memcpy(page, image, BLCKSZ);
-			else if (pcs_decompress_page(seg->header->algorithm, image,
-										 item->len, page) != NULL)
+			if (pcs_decode_image(seg->header->algorithm, item->entry.flags,
+								 image, item->len, page) != NULL)
 				continue;
 			done[item->index] = true;
 		}
