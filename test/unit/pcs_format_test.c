@@ -452,6 +452,18 @@ test_shuffle(void)
 		  "a B-tree page is shuffled");
 	check(pcs_page_unshuffle(shuffled, back) == NULL && memcmp(page, back, BLCKSZ) == 0,
 		  "it unshuffles to the same page");
+	{
+		/* 400 items of 16 bytes from BLCKSZ - 16 down: the columns, in order */
+		int			rows = 400;
+		int			base = BLCKSZ - 16 - rows * 16;
+		bool		columns = true;
+
+		for (int r = 0; r < rows; r++)
+			for (int c = 0; c < 16; c++)
+				if (shuffled[base + c * rows + r] != page[base + r * 16 + c])
+					columns = false;
+		check(columns, "its tuple space is written column by column");
+	}
 #ifdef USE_ZSTD
 	{
 		char		out[2 * BLCKSZ];

@@ -449,20 +449,91 @@ pcs_shuffle_stride(const char *page, int nitems)
 }
 
 /*
+ * Transpose the 8x8 matrix of bytes held in x[0..7] (x[i] holding row i,
+ * byte j of it in bits 8j..8j+7): three rounds of swapping blocks across
+ * the diagonal, of one byte, then two, then four.
+ */
+static inline void
+pcs_transpose8x8(uint64 *x)
+{
+	for (int i = 0; i < 8; i += 2)
+	{
+		uint64		t = ((x[i] >> 8) ^ x[i + 1]) & UINT64CONST(0x00FF00FF00FF00FF);
+
+		x[i + 1] ^= t;
+		x[i] ^= t << 8;
+	}
+	for (int i = 0; i < 8; i++)
+	{
+		uint64		t;
+
+		if (i & 2)
+			continue;			/* pairs (0,2), (1,3), (4,6), (5,7) */
+		t = ((x[i] >> 16) ^ x[i + 2]) & UINT64CONST(0x0000FFFF0000FFFF);
+
+		x[i + 2] ^= t;
+		x[i] ^= t << 16;
+	}
+	for (int i = 0; i < 4; i++)
+	{
+		uint64		t = ((x[i] >> 32) ^ x[i + 4]) & UINT64CONST(0x00000000FFFFFFFF);
+
+		x[i + 4] ^= t;
+		x[i] ^= t << 32;
+	}
+}
+
+/*
  * Step 2 and its inverse on the len bytes of the tuple space: rows of stride
- * bytes ending at its end, to columns (or back, with inverse).
+ * bytes ending at its end, to columns (or back, with inverse).  Blocks of
+ * 8 rows by 8 columns are moved as eight 64-bit words, transposed in
+ * registers (on little-endian machines, where byte j of a loaded word is
+ * its bits 8j..8j+7); the rest byte by byte.  Both ways give the same
+ * bytes.
  */
 static void
 pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 {
 	int			rows = len / stride;
 	int			lead = len % stride;
+	int			block_rows = 0;
+	int			block_cols = 0;
 
 	src += lead;
 	dst += lead;
-	for (int c = 0; c < stride; c++)
+
+#ifndef WORDS_BIGENDIAN
+	block_rows = rows - rows % 8;
+	block_cols = stride - stride % 8;
+	for (int r = 0; r < block_rows; r += 8)
 	{
-		for (int r = 0; r < rows; r++)
+		for (int c = 0; c < block_cols; c += 8)
+		{
+			uint64		x[8];
+
+			for (int i = 0; i < 8; i++)
+			{
+				if (inverse)
+					memcpy(&x[i], src + (c + i) * rows + r, 8);
+				else
+					memcpy(&x[i], src + (r + i) * stride + c, 8);
+			}
+			pcs_transpose8x8(x);
+			for (int i = 0; i < 8; i++)
+			{
+				if (inverse)
+					memcpy(dst + (r + i) * stride + c, &x[i], 8);
+				else
+					memcpy(dst + (c + i) * rows + r, &x[i], 8);
+			}
+		}
+	}
+#endif
+
+	/* what the blocks did not cover: the last rows, and the last columns */
+	for (int r = 0; r < rows; r++)
+	{
+		for (int c = (r < block_rows ? block_cols : 0); c < stride; c++)
 		{
 			if (inverse)
 				dst[r * stride + c] = src[c * rows + r];
