@@ -130,6 +130,25 @@ rig_remove()
 	done
 }
 
+# bench_start WORK: start the server of WORK/data (log WORK/server.log),
+# inside the I/O-bound rig's control groups when there is one (PGSTRATA_RIG:
+# "memory/GROUP blkio/GROUP", set by the scripts that make the rig), so that
+# its page cache is the rig's too; bench_stop WORK stops it (fast).
+bench_start()
+{
+	(
+		for g in ${PGSTRATA_RIG:-}; do
+			echo "$BASHPID" >"/sys/fs/cgroup/$g/cgroup.procs"
+		done
+		exec "$TOP/build/install/bin/pg_ctl" -D "$1/data" -l "$1/server.log" -w start >/dev/null
+	)
+}
+
+bench_stop()
+{
+	"$TOP/build/install/bin/pg_ctl" -D "$1/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+
 # bench_cluster WORK: initdb a new cluster in WORK/data that listens on a free
 # port of 127.0.0.1 only (set in $port), with the settings compressed
 # tablespaces require, and an empty WORK/cts for one.  Callers append their

@@ -93,16 +93,8 @@ max_parallel_maintenance_workers = 0
 max_connections = 50
 EOF
 
-start()
-{
-	(
-		for g in ${PGSTRATA_RIG:-}; do
-			echo "$BASHPID" >"/sys/fs/cgroup/$g/cgroup.procs"
-		done
-		exec "$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null
-	)
-}
-stop() { "$BIN/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1 || true; }
+start() { bench_start "$WORK"; }
+stop() { bench_stop "$WORK"; }
 restart() { stop; start; }
 trap stop EXIT
 psql() { "$BIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -d postgres -v ON_ERROR_STOP=1 "$@"; }

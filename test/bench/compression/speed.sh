@@ -65,19 +65,8 @@ max_connections = 50
 include_if_exists = 'scenario.conf'
 EOF
 
-# start: start the server, inside the rig's control groups when there is one
-# (PGSTRATA_RIG, set by speed-io-bound.sh), so that its page cache is the
-# rig's too
-start()
-{
-	(
-		for g in ${PGSTRATA_RIG:-}; do
-			echo "$BASHPID" >"/sys/fs/cgroup/$g/cgroup.procs"
-		done
-		exec "$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null
-	)
-}
-stop() { "$BIN/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1 || true; }
+start() { bench_start "$WORK"; }
+stop() { bench_stop "$WORK"; }
 trap stop EXIT
 psql() { "$BIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -v ON_ERROR_STOP=1 "$@"; }
 sb()
