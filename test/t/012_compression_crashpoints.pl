@@ -256,7 +256,17 @@ for my $point ('pcs-write-after-image', 'pcs-sync-segment')
 # 5. Truncation (VACUUM cutting empty pages off the end), between lowering
 # the block count and clearing the entries past it.  A plain table with the
 # same rows and the same VACUUM says how many pages must remain.
-$node->safe_psql('postgres', q(
+# pcs_truncate() runs inside RelationTruncate()'s critical section, and
+# the first run of an injection point in a backend loads its callback,
+# which allocates memory: an assertion failure in builds with assertions.
+# PostgreSQL 17 has no way to load the callback beforehand (18 has
+# INJECTION_POINT_LOAD), so those builds skip this case.
+SKIP:
+{
+	skip 'an injection point cannot run inside a critical section in an assert-enabled build of 17', 10
+	  if $node->safe_psql('postgres', 'SHOW debug_assertions') eq 'on';
+
+	$node->safe_psql('postgres', q(
 CREATE TABLE tt (id int, v text) TABLESPACE cts;
 CREATE TABLE tt_plain (id int, v text);
 INSERT INTO tt SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
@@ -266,17 +276,18 @@ DELETE FROM tt_plain WHERE id > 3000;
 VACUUM tt_plain;
 CHECKPOINT;
 ));
-crash_at('pcs-truncate', 'VACUUM tt');
-check_consistent('crash during truncation');
-is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM tt'),
-	'3000|4501500', 'the truncated table has its rows');
-is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('tt')"),
-	'0', 'verify_heapam finds nothing in the truncated table');
-$node->safe_psql('postgres', 'VACUUM tt');
-is(space('tt')->{pages},
-	$node->safe_psql('postgres', "SELECT pg_relation_size('tt_plain') / 8192"),
-	'the truncation completed: as many pages as the plain table');
-check_space('tt', 'crash during truncation');
+	crash_at('pcs-truncate', 'VACUUM tt');
+	check_consistent('crash during truncation');
+	is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM tt'),
+		'3000|4501500', 'the truncated table has its rows');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('tt')"),
+		'0', 'verify_heapam finds nothing in the truncated table');
+	$node->safe_psql('postgres', 'VACUUM tt');
+	is(space('tt')->{pages},
+		$node->safe_psql('postgres', "SELECT pg_relation_size('tt_plain') / 8192"),
+		'the truncation completed: as many pages as the plain table');
+	check_space('tt', 'crash during truncation');
+}
 
 # 6. Garbage reclaim: VACUUM FULL rewrites t into a new relfilenode.  A
 # crash while the new files are being synced leaves the old relation in
