@@ -544,11 +544,11 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 }
 
 /*
- * Shuffle a page into out (BLCKSZ bytes) for compression.  False, and out
- * untouched, if the page is not one to shuffle.
+ * The shuffle (inverse false) or its inverse, from in to out (BLCKSZ bytes
+ * each).  NULL if done, else why not; out is untouched then.
  */
-bool
-pcs_page_shuffle(const char *page, char *out)
+static const char *
+pcs_shuffle(const char *in, char *out, bool inverse)
 {
 	int			nitems;
 	int			upper;
@@ -556,21 +556,41 @@ pcs_page_shuffle(const char *page, char *out)
 	int			stride;
 	uint32		prev = 0;
 
-	if (!pcs_page_layout(page, &nitems, &upper, &special) || nitems == 0)
-		return false;
+	if (!pcs_page_layout(in, &nitems, &upper, &special) || nitems == 0)
+		return "the block image does not have a page layout to shuffle";
 
-	memcpy(out, page, BLCKSZ);
+	memcpy(out, in, BLCKSZ);
 	for (int i = 0; i < nitems; i++)
 	{
-		uint32		word = pcs_lp_word(page, i);
+		uint32		word = pcs_lp_word(in, i);
 
-		pcs_set_lp_word(out, i, word - prev);
-		prev = word;
+		if (inverse)
+		{
+			prev += word;
+			pcs_set_lp_word(out, i, prev);
+		}
+		else
+		{
+			pcs_set_lp_word(out, i, word - prev);
+			prev = word;
+		}
 	}
-	stride = pcs_shuffle_stride(page, nitems);
+
+	/* the stride comes from the unshuffled line pointers, restored by now */
+	stride = pcs_shuffle_stride(inverse ? out : in, nitems);
 	if (stride > 0)
-		pcs_transpose(page + upper, out + upper, special - upper, stride, false);
-	return true;
+		pcs_transpose(in + upper, out + upper, special - upper, stride, inverse);
+	return NULL;
+}
+
+/*
+ * Shuffle a page into out (BLCKSZ bytes) for compression.  False, and out
+ * untouched, if the page is not one to shuffle.
+ */
+bool
+pcs_page_shuffle(const char *page, char *out)
+{
+	return pcs_shuffle(page, out, false) == NULL;
 }
 
 /*
@@ -580,25 +600,7 @@ pcs_page_shuffle(const char *page, char *out)
 const char *
 pcs_page_unshuffle(const char *in, char *page)
 {
-	int			nitems;
-	int			upper;
-	int			special;
-	int			stride;
-	uint32		word = 0;
-
-	if (!pcs_page_layout(in, &nitems, &upper, &special) || nitems == 0)
-		return "shuffled block image does not have a page layout";
-
-	memcpy(page, in, BLCKSZ);
-	for (int i = 0; i < nitems; i++)
-	{
-		word += pcs_lp_word(in, i);
-		pcs_set_lp_word(page, i, word);
-	}
-	stride = pcs_shuffle_stride(page, nitems);
-	if (stride > 0)
-		pcs_transpose(in + upper, page + upper, special - upper, stride, true);
-	return NULL;
+	return pcs_shuffle(in, page, true);
 }
 
 /*
