@@ -32,7 +32,8 @@
 #                   makes the rig (the team's io-bound-rig.md recipe)
 #
 # Environment: ROUNDS (3), SECONDS_PER_RUN (30), THREADS (2), TABLES (4),
-# TABLE_SIZE (250000), SCENARIOS ("shared_buffers page_cache"), CONTROL (0).
+# TABLE_SIZE (250000), SCENARIOS ("shared_buffers page_cache"), CONTROL (0),
+# WORKLOADS ("oltp_read_only oltp_write_only oltp_read_write").
 
 set -euo pipefail
 
@@ -48,7 +49,8 @@ TABLES=${TABLES:-4}
 TABLE_SIZE=${TABLE_SIZE:-250000}
 SCENARIOS=${SCENARIOS:-"shared_buffers page_cache"}
 CONTROL=${CONTROL:-0}
-export ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS CONTROL
+WORKLOADS=${WORKLOADS:-"oltp_read_only oltp_write_only oltp_read_write"}
+export ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS CONTROL WORKLOADS
 DBS=(plain compressed)
 [ "$CONTROL" = 1 ] && DBS+=(control)
 
@@ -124,7 +126,7 @@ for scenario in $SCENARIOS; do
 		[ "$scenario" = io_bound ] && continue
 		psql -d "$db" -c "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c WHERE relname LIKE 'sbtest%'" >/dev/null
 	done
-	for workload in oltp_read_only oltp_write_only oltp_read_write; do
+	for workload in $WORKLOADS; do
 		for ((r = 1; r <= ROUNDS; r++)); do
 			# this round's order: DBS rotated by r - 1
 			order=("${DBS[@]:$(((r - 1) % ${#DBS[@]}))}" "${DBS[@]:0:$(((r - 1) % ${#DBS[@]}))}")
@@ -156,7 +158,7 @@ compare()
 	echo "| scenario | workload | plain TPS | $other TPS | ratio | server CPU s / 1000 tx plain | $other | server block reads plain | $other | disk MB read / 1000 tx plain | $other |"
 	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for scenario in $SCENARIOS; do
-		for workload in oltp_read_only oltp_write_only oltp_read_write; do
+		for workload in $WORKLOADS; do
 			p="$scenario $workload plain"
 			c="$scenario $workload $other"
 			awk -v s="$scenario" -v w="$workload" \
@@ -172,7 +174,7 @@ compare()
 {
 	echo "# Compressed tablespaces: sysbench throughput"
 	echo
-	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE)"
+	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE CONTROL=$CONTROL SCENARIOS=\"$SCENARIOS\" WORKLOADS=\"$WORKLOADS\")"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -sr); sysbench and the server on the same machine"
 	echo "- server: $("$BIN/postgres" --version); wal_log_hints on; tablespace WITH (compression = 'zstd'), level 1"
