@@ -153,8 +153,11 @@ verify_accepted_entry(const PcsMapEntry *e, uint32 unit_limit)
 		fuzz_fail("accepted an entry whose image does not fit a block");
 	if ((e->flags & PCS_ENTRY_RAW) && e->stored != BLCKSZ)
 		fuzz_fail("accepted a raw entry that is not a whole block");
-	if ((e->flags & PCS_ENTRY_RAW) && (e->flags & PCS_ENTRY_SHUFFLED))
-		fuzz_fail("accepted a raw entry marked as shuffled");
+	if ((e->flags & PCS_ENTRY_RAW) &&
+		(e->flags & (PCS_ENTRY_SHUFFLED | PCS_ENTRY_SPLIT)))
+		fuzz_fail("accepted a raw entry marked as shuffled or split");
+	if ((e->flags & PCS_ENTRY_SHUFFLED) && (e->flags & PCS_ENTRY_SPLIT))
+		fuzz_fail("accepted an entry marked as both shuffled and split");
 	if (e->units < pcs_units_for(e->stored) || e->units > PCS_MAX_UNITS)
 		fuzz_fail("accepted an entry with a bad unit count");
 	if ((uint64) e->first_unit + e->units > unit_limit)
@@ -229,8 +232,9 @@ decompress_exact(PcsAlgorithm algo, const uint8_t *src, size_t len)
 
 	memcpy(image, src, len);
 	(void) pcs_decompress_page(algo, image, (int) len, page);
-	/* and, as a shuffled image, through the unshuffle of what comes out */
+	/* and, as a shuffled or split image, through the inverse of each */
 	(void) pcs_decode_image(algo, PCS_ENTRY_SHUFFLED, image, (int) len, page);
+	(void) pcs_decode_image(algo, PCS_ENTRY_SPLIT, image, (int) len, page);
 	free(page);
 	free(image);
 }
@@ -347,16 +351,19 @@ fuzz_roundtrip(const uint8_t *data, size_t size)
 	dest = malloc(Max(capacity, 1));
 	back = malloc(BLCKSZ);
 
-	/* the shuffle alone gives any page back */
-	if (pcs_page_shuffle(page, back))
+	/* the shuffle or split alone gives any page back */
+	if ((flags = pcs_page_shuffle(page, back)) != 0)
 	{
 		char	   *shuffled = malloc(BLCKSZ);
 
 		memcpy(shuffled, back, BLCKSZ);
-		if (pcs_page_unshuffle(shuffled, back) != NULL)
+		if (pcs_page_unshuffle(shuffled, back, flags) != NULL)
 			fuzz_fail("a shuffled page does not unshuffle");
 		if (memcmp(page, back, BLCKSZ) != 0)
 			fuzz_fail("a shuffled page unshuffles to other bytes");
+		/* and its damaged image is refused or gives some page */
+		shuffled[size % BLCKSZ] ^= 0x5a;
+		(void) pcs_page_unshuffle(shuffled, back, flags);
 		free(shuffled);
 	}
 

@@ -404,7 +404,7 @@ make_btree_page(char *page, unsigned seed)
 	set_layout(page, SizeOfPageHeaderData + n * sizeof(ItemIdData), upper, special);
 	for (int i = 0; i < n; i++)
 	{
-		ItemIdData lp;
+		ItemIdData	lp;
 		char	   *tup = page + special - (i + 1) * 16;
 		uint16		block = seed + i / 37;
 		uint16		posid = 1 + i % 37;
@@ -432,6 +432,7 @@ test_shuffle(void)
 	unsigned	seed = 1;
 	bool		exact = true;
 	int			shuffled_count = 0;
+	uint8		how;
 	const struct
 	{
 		int			lower,
@@ -448,9 +449,11 @@ test_shuffle(void)
 	bool		refused = true;
 
 	make_btree_page(page, 5);
-	check(pcs_page_shuffle(page, shuffled) && memcmp(page, shuffled, BLCKSZ) != 0,
-		  "a B-tree page is shuffled");
-	check(pcs_page_unshuffle(shuffled, back) == NULL && memcmp(page, back, BLCKSZ) == 0,
+	check(pcs_page_shuffle(page, shuffled) == PCS_ENTRY_SHUFFLED &&
+		  memcmp(page, shuffled, BLCKSZ) != 0,
+		  "a B-tree page of tuples of one length is shuffled, not split");
+	check(pcs_page_unshuffle(shuffled, back, PCS_ENTRY_SHUFFLED) == NULL &&
+		  memcmp(page, back, BLCKSZ) == 0,
 		  "it unshuffles to the same page");
 	{
 		/* 400 items of 16 bytes from BLCKSZ - 16 down: the columns, in order */
@@ -483,14 +486,15 @@ test_shuffle(void)
 		set_layout(page, bad[i].lower, bad[i].upper, bad[i].special);
 		memset(shuffled, 0x77, BLCKSZ);
 		if (pcs_page_shuffle(page, shuffled) || shuffled[100] != 0x77 ||
-			pcs_page_unshuffle(page, back) == NULL)
+			pcs_page_unshuffle(page, back, PCS_ENTRY_SHUFFLED) == NULL ||
+			pcs_page_unshuffle(page, back, PCS_ENTRY_SPLIT) == NULL)
 			refused = false;
 	}
 	check(refused, "pages without a standard layout are neither shuffled nor unshuffled");
 
 	/*
-	 * Random bytes under random layouts, line pointers of every kind and
-	 * length (lengths of 0, past the page, strides up to and beyond the
+	 * Random bytes under random layouts, line pointers of every kind, with
+	 * storage anywhere in the tuple space (strides up to and beyond the
 	 * limit): each one that is shuffled comes back exactly.
 	 */
 	for (int i = 0; i < 20000; i++)
@@ -505,24 +509,365 @@ test_shuffle(void)
 		/* most items of one length, so that a stride is found */
 		for (int j = 0; j < nitems; j++)
 		{
-			ItemIdData lp;
+			ItemIdData	lp;
+			int			len = stride - next_rand(&seed) % 8;
 
 			memcpy(&lp, page + SizeOfPageHeaderData + j * sizeof(ItemIdData), sizeof(lp));
-			if (next_rand(&seed) % 4 != 0)
+			lp.lp_len = 0;		/* without storage, of any kind */
+			if (next_rand(&seed) % 4 != 0 && len <= special - upper)
 			{
+				/* somewhere in the tuple space, overlapping others or not */
 				lp.lp_flags = LP_NORMAL;
-				lp.lp_len = stride - next_rand(&seed) % 8;
+				lp.lp_len = len;
+				lp.lp_off = upper + next_rand(&seed) % (special - upper - len + 1);
 			}
 			memcpy(page + SizeOfPageHeaderData + j * sizeof(ItemIdData), &lp, sizeof(lp));
 		}
-		if (!pcs_page_shuffle(page, shuffled))
+		how = pcs_page_shuffle(page, shuffled);
+		if (how == 0)
 			continue;
 		shuffled_count++;
-		if (pcs_page_unshuffle(shuffled, back) != NULL || memcmp(page, back, BLCKSZ) != 0)
+		if (pcs_page_unshuffle(shuffled, back, how) != NULL || memcmp(page, back, BLCKSZ) != 0)
 			exact = false;
 	}
 	check(shuffled_count > 15000 && exact,
 		  "random pages under random layouts all unshuffle to themselves");
+}
+
+/* Recompute an entry's CRC after its fields were changed by hand */
+static void
+reseal_entry(PcsMapEntry *e, BlockNumber segblock)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, e, offsetof(PcsMapEntry, entry_crc));
+	COMP_CRC32C(crc, &segblock, sizeof(segblock));
+	FIN_CRC32C(crc);
+	e->entry_crc = crc;
+}
+
+/* B-tree constants the split reads (access/nbtree.h, access/itup.h) */
+#define T_ALT_TID		0x2000
+#define T_IS_POSTING	0x2000
+#define T_BTP_LEAF		0x0001
+
+/* Put a heap TID (block, offset) at p */
+static void
+put_tid(char *p, uint32 block, uint16 posid)
+{
+	uint16		hi = block >> 16;
+	uint16		lo = (uint16) block;
+
+	memcpy(p, &hi, 2);
+	memcpy(p + 2, &lo, 2);
+	memcpy(p + 4, &posid, 2);
+}
+
+/*
+ * A B-tree leaf page of a non-unique index on an int4 column with
+ * deduplication, as sysbench's k_1 looks: a high key, then in key order
+ * tuples that are either one heap TID or a posting list of 2 to 150
+ * ascending heap TIDs spread over 4,000 blocks.  Tuples are placed
+ * downwards from the special space, but not in key order.
+ */
+static void
+make_posting_page(char *page, unsigned seed)
+{
+	int			special = BLCKSZ - 16;
+	int			upper = special;
+	int			n = 0;
+	int			order[40];
+	uint16		flags = T_BTP_LEAF;
+
+	memset(page, 0, BLCKSZ);
+	for (int i = 0; i < 40; i++)
+		order[i] = i;
+	for (int i = 39; i > 0; i--)
+	{
+		int			j = next_rand(&seed) % (i + 1);
+		int			t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (int i = 0; i < 40; i++)
+	{
+		char		tup[BLCKSZ];
+		int			len;
+		int			lpno = order[i];
+		int32		key = 1000 + lpno * 3;
+		uint16		info;
+		ItemIdData	lp;
+
+		memset(tup, 0, sizeof(tup));
+		memcpy(tup + 8, &key, 4);
+		if (lpno == 0)
+		{
+			/* the high key: a pivot tuple, t_tid holding no heap TID */
+			len = 16;
+			put_tid(tup, 0, 1);
+			info = len | T_ALT_TID;
+		}
+		else if (lpno % 3 == 1)
+		{
+			len = 16;
+			put_tid(tup, next_rand(&seed) % 4000, 1 + next_rand(&seed) % 60);
+			info = len;
+		}
+		else
+		{
+			int			ntids = 2 + next_rand(&seed) % 149;
+			uint32		block = next_rand(&seed) % 40;
+
+			len = MAXALIGN(16 + ntids * 6);
+			put_tid(tup, 16, ntids | T_IS_POSTING);
+			info = len | T_ALT_TID;
+			for (int t = 0; t < ntids; t++)
+			{
+				block += 1 + next_rand(&seed) % 25;
+				put_tid(tup + 16 + t * 6, block, 1 + next_rand(&seed) % 60);
+			}
+		}
+		memcpy(tup + 6, &info, 2);
+		if (upper - len < (int) (SizeOfPageHeaderData + 40 * sizeof(ItemIdData)))
+			break;
+		upper -= len;
+		memcpy(page + upper, tup, len);
+		lp.lp_off = upper;
+		lp.lp_flags = LP_NORMAL;
+		lp.lp_len = len;
+		memcpy(page + SizeOfPageHeaderData + lpno * sizeof(ItemIdData), &lp, sizeof(lp));
+		n = Max(n, lpno + 1);
+	}
+	/* line pointers left unset by a full page have no storage */
+	set_layout(page, SizeOfPageHeaderData + n * sizeof(ItemIdData), upper, special);
+	memcpy(page + special + 12, &flags, 2);
+}
+
+/*
+ * The index split of pcs_compress_page(): B-tree pages with posting lists
+ * are split into streams, reversibly for any bytes, and it pays.
+ */
+static void
+test_split(void)
+{
+	char		page[BLCKSZ];
+	char		image[BLCKSZ];
+	char		back[BLCKSZ];
+	unsigned	seed = 3;
+	bool		exact = true;
+	int			split_count = 0;
+
+	make_posting_page(page, 11);
+	check(pcs_page_shuffle(page, image) == PCS_ENTRY_SPLIT,
+		  "a B-tree leaf page with posting lists is split");
+	check(pcs_page_unshuffle(image, back, PCS_ENTRY_SPLIT) == NULL &&
+		  memcmp(page, back, BLCKSZ) == 0,
+		  "it joins back to the same page");
+	check(pcs_page_unshuffle(image, back, PCS_ENTRY_SHUFFLED) != NULL ||
+		  memcmp(page, back, BLCKSZ) != 0,
+		  "read as shuffled instead, it does not give the page");
+	{
+		/*
+		 * Stream C follows A (2 bytes a tuple) and B (6 bytes a tuple with an
+		 * alternative t_tid); plane 2 holds the low bytes of the block number
+		 * differences, which within a posting list are 1 to 25.
+		 */
+		PageHeader	ph = (PageHeader) page;
+		int			nitems = (ph->pd_lower - SizeOfPageHeaderData) / sizeof(ItemIdData);
+		int			nstored = 0;
+		int			nalt = 0;
+		int			ntids = 0;
+		int			c;
+		int			k = 0;
+		bool		deltas = true;
+		uint32		prev = 0;
+
+		for (int i = 0; i < nitems; i++)
+		{
+			ItemIdData	lp;
+			uint16		info;
+			uint16		posid;
+
+			memcpy(&lp, page + SizeOfPageHeaderData + i * sizeof(ItemIdData), sizeof(lp));
+			if (lp.lp_len == 0)
+				continue;
+			nstored++;
+			memcpy(&info, page + lp.lp_off + 6, 2);
+			memcpy(&posid, page + lp.lp_off + 4, 2);
+			if (info & T_ALT_TID)
+				nalt++;
+			ntids += (info & T_ALT_TID) ? 0 : 1;
+			if ((info & T_ALT_TID) && (posid & T_IS_POSTING))
+				ntids += posid & 0x0FFF;
+		}
+		c = ph->pd_upper + 2 * nstored + 6 * nalt;
+		for (int i = 0; i < nitems; i++)
+		{
+			ItemIdData	lp;
+			uint16		info;
+			uint16		posid;
+			char	   *tup;
+
+			memcpy(&lp, page + SizeOfPageHeaderData + i * sizeof(ItemIdData), sizeof(lp));
+			if (lp.lp_len == 0)
+				continue;
+			tup = page + lp.lp_off;
+			memcpy(&info, tup + 6, 2);
+			memcpy(&posid, tup + 4, 2);
+			if (!(info & T_ALT_TID))
+			{
+				uint16		hi,
+							lo;
+
+				memcpy(&hi, tup, 2);
+				memcpy(&lo, tup + 2, 2);
+				prev = ((uint32) hi << 16) | lo;
+				k++;
+				continue;
+			}
+			if (!(posid & T_IS_POSTING))
+				continue;
+			for (int t = 0; t < (posid & 0x0FFF); t++, k++)
+			{
+				uint16		hi,
+							lo,
+							off;
+				uint32		block;
+
+				memcpy(&hi, tup + 16 + t * 6, 2);
+				memcpy(&lo, tup + 16 + t * 6 + 2, 2);
+				memcpy(&off, tup + 16 + t * 6 + 4, 2);
+				block = ((uint32) hi << 16) | lo;
+				if ((unsigned char) image[c + k] != (off & 0xFF) ||
+					(unsigned char) image[c + 2 * ntids + k] != ((block - prev) & 0xFF) ||
+					(t > 0 && (block - prev < 1 || block - prev > 25)))
+					deltas = false;
+				prev = block;
+			}
+		}
+		check(k == ntids && deltas,
+			  "its heap TIDs are stored as offsets and block differences, plane by plane");
+	}
+#ifdef USE_ZSTD
+	{
+		char		out[2 * BLCKSZ];
+		size_t		plain = ZSTD_compress(out, sizeof(out), page, BLCKSZ, 1);
+		size_t		after = ZSTD_compress(out, sizeof(out), image, BLCKSZ, 1);
+
+		check(!ZSTD_isError(plain) && !ZSTD_isError(after) &&
+			  pcs_units_for((int) after) * 3 <= pcs_units_for((int) plain) * 2,
+			  "split, it takes at most two thirds of the units zstd needs for it as it is");
+	}
+#endif
+
+	/* a page whose line pointers point outside its tuple space is left as is */
+	make_posting_page(page, 11);
+	((PageHeader) page)->pd_upper = ((PageHeader) page)->pd_special;
+	memset(image, 0x77, BLCKSZ);
+	check(pcs_page_shuffle(page, image) == 0 && image[100] == 0x77,
+		  "a page with line pointers outside its tuple space (GIN posting trees) is left alone");
+
+	/*
+	 * Random variations: tuples overlapping or not, line pointers of every
+	 * kind, posting list offsets and counts in and out of bounds, leaf or
+	 * not, garbage everywhere else.  Each page split comes back exactly.
+	 */
+	for (int i = 0; i < 20000; i++)
+	{
+		ItemIdData	lp;
+		PageHeader	ph = (PageHeader) page;
+		int			nitems;
+		int			j;
+		uint8		how;
+
+		make_posting_page(page, next_rand(&seed));
+		nitems = (ph->pd_lower - SizeOfPageHeaderData) / sizeof(ItemIdData);
+		switch (next_rand(&seed) % 8)
+		{
+			case 0:				/* a byte of a tuple or the hole changed */
+				page[ph->pd_lower + next_rand(&seed) % (BLCKSZ - ph->pd_lower)] ^= 1 << (next_rand(&seed) % 8);
+				break;
+			case 1:				/* a line pointer moved, maybe onto another */
+				j = next_rand(&seed) % nitems;
+				memcpy(&lp, page + SizeOfPageHeaderData + j * sizeof(ItemIdData), sizeof(lp));
+				lp.lp_off += (int) (next_rand(&seed) % 64) - 32;
+				memcpy(page + SizeOfPageHeaderData + j * sizeof(ItemIdData), &lp, sizeof(lp));
+				break;
+			case 2:				/* a posting count out of bounds */
+				j = next_rand(&seed) % nitems;
+				memcpy(&lp, page + SizeOfPageHeaderData + j * sizeof(ItemIdData), sizeof(lp));
+				if (lp.lp_len != 0)
+					page[lp.lp_off + 4] = (char) next_rand(&seed);
+				break;
+			case 3:				/* not a leaf page */
+				page[BLCKSZ - 4] = 0;
+				break;
+			case 4:				/* not a B-tree page */
+				page[BLCKSZ - 1] = (char) 0xFF;
+				page[BLCKSZ - 2] = (char) 0x80 + next_rand(&seed) % 3;
+				break;
+			case 5:				/* line pointers of every kind and length */
+				j = next_rand(&seed) % nitems;
+				memcpy(&lp, page + SizeOfPageHeaderData + j * sizeof(ItemIdData), sizeof(lp));
+				lp.lp_flags = next_rand(&seed) % 4;
+				lp.lp_len = next_rand(&seed) % 64;
+				memcpy(page + SizeOfPageHeaderData + j * sizeof(ItemIdData), &lp, sizeof(lp));
+				break;
+			case 6:				/* garbage in a tuple's t_info and t_tid */
+				j = next_rand(&seed) % nitems;
+				memcpy(&lp, page + SizeOfPageHeaderData + j * sizeof(ItemIdData), sizeof(lp));
+				if (lp.lp_len != 0)
+					for (int b = 0; b < 8; b++)
+						page[lp.lp_off + b] = (char) next_rand(&seed);
+				break;
+			default:			/* as made */
+				break;
+		}
+		how = pcs_page_shuffle(page, image);
+		if (how == PCS_ENTRY_SPLIT)
+			split_count++;
+		if (how != 0 && (pcs_page_unshuffle(image, back, how) != NULL ||
+						 memcmp(page, back, BLCKSZ) != 0))
+			exact = false;
+
+		/* a damaged image is refused or gives some page; a crash ends the run */
+		if (how == PCS_ENTRY_SPLIT)
+		{
+			for (int b = 0; b < 4; b++)
+				image[next_rand(&seed) % BLCKSZ] ^= (char) (1 + next_rand(&seed) % 255);
+			(void) pcs_page_unshuffle(image, back, PCS_ENTRY_SPLIT);
+		}
+	}
+	check(split_count > 12000 && exact,
+		  "random variations of posting list pages all join back to themselves");
+
+	/* the entry flags: split excludes raw and shuffled */
+	{
+		PcsMapEntry e;
+
+		const uint8 both[] = {PCS_ENTRY_RAW, PCS_ENTRY_SHUFFLED};
+		bool		refused = true;
+
+		pcs_entry_set(&e, 3, 0, 1000, 2, PCS_ENTRY_SPLIT, 1);
+		check(pcs_entry_check(&e, 3, 2) == NULL, "a split entry passes its check");
+		for (int i = 0; i < lengthof(both); i++)
+		{
+			if (both[i] == PCS_ENTRY_RAW)
+				pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1);
+			else
+				pcs_entry_set(&e, 3, 0, 1000, 2, PCS_ENTRY_SHUFFLED, 1);
+			e.flags |= PCS_ENTRY_SPLIT;
+			reseal_entry(&e, 3);
+			if (pcs_entry_check(&e, 3, PCS_RAW_UNITS) == NULL)
+				refused = false;
+		}
+		check(refused, "entries marked split and raw, or split and shuffled, are refused");
+		check(pcs_decode_image(PCS_ALGO_ZSTD, PCS_ENTRY_SPLIT | PCS_ENTRY_SHUFFLED,
+							   image, 100, back) != NULL,
+			  "an image marked split and shuffled is not decoded");
+	}
 }
 
 /*
@@ -800,6 +1145,7 @@ main(void)
 	test_entry();
 	test_allocation();
 	test_shuffle();
+	test_split();
 #if defined(USE_LZ4) && defined(USE_ZSTD)
 	test_estimate();
 #endif

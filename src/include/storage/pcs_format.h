@@ -134,9 +134,10 @@ typedef struct PcsHeader
 /* Map entry flags */
 #define PCS_ENTRY_ALLOCATED		0x01	/* the block has units */
 #define PCS_ENTRY_RAW			0x02	/* stored uncompressed */
-#define PCS_ENTRY_SHUFFLED		0x04	/* compressed after pcs_page_shuffle() */
+#define PCS_ENTRY_SHUFFLED		0x04	/* compressed after the page shuffle */
+#define PCS_ENTRY_SPLIT			0x08	/* compressed after the index split */
 #define PCS_ENTRY_KNOWN_FLAGS	(PCS_ENTRY_ALLOCATED | PCS_ENTRY_RAW | \
-								 PCS_ENTRY_SHUFFLED)
+								 PCS_ENTRY_SHUFFLED | PCS_ENTRY_SPLIT)
 
 /*
  * One map entry per logical block; 32 fit in a 512-byte sector, so no entry
@@ -249,8 +250,8 @@ extern const char *pcs_entry_check(const PcsMapEntry *entry,
 extern int	pcs_units_to_allocate(int stored, bool grown);
 
 extern bool pcs_page_incompressible(const char *page, char *scratch);
-extern bool pcs_page_shuffle(const char *page, char *out);
-extern const char *pcs_page_unshuffle(const char *in, char *page);
+extern uint8 pcs_page_shuffle(const char *page, char *out);
+extern const char *pcs_page_unshuffle(const char *in, char *page, uint8 how);
 extern int	pcs_compress_page(PcsAlgorithm algorithm, int level,
 							  const char *page, char *dest, int capacity,
 							  uint8 *image_flags);

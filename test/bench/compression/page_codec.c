@@ -1,17 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * page_codec.c
- *	  What the page shuffle of compressed tablespaces gains and costs on
- *	  real relation files: every 8 kB page of the files named on the command
- *	  line through the storage manager's own codec (pcs_compress_page(),
- *	  pcs_decode_image() of pcs_format.c: shuffle, estimate, zstd) and
- *	  through plain zstd at the same level, side by side.
+ *	  What the page shuffle and the index split of compressed tablespaces
+ *	  gain and cost on real relation files: every 8 kB page of the files
+ *	  named on the command line through the storage manager's own codec
+ *	  (pcs_compress_page(), pcs_decode_image() of pcs_format.c: shuffle or
+ *	  split, estimate, zstd) and through plain zstd at the same level, side
+ *	  by side.
  *
  *	  page_codec LEVEL FILE...
  *
  * prints one line: pages, the ratio in 512-byte units without and with
- * the shuffle, then the CPU microseconds per page of compressing and of
- * decoding, without and with it.  Every decoded page is compared with the
+ * the shuffle or split, then the CPU microseconds per page of compressing
+ * and of decoding, without and with it.  Every decoded page is compared with the
  * original; a mismatch is reported and makes the exit status 1.
  *
  * Built by ratio.sh against the server's headers and pcs_format.c.

@@ -149,14 +149,15 @@ EOF
 				r, p / 1048576, c / 1048576, p / c, p / i, p / u, c / u }'
 	done < <(psql -d plain -F'|' -c "$relations")
 	echo
-	echo "## The page shuffle"
+	echo "## The page shuffle and the index split"
 	echo
 	echo "The plain relation's pages through zstd level 1 as they are, and through"
 	echo "the storage manager's codec (page_codec.c: pcs_compress_page(), which"
-	echo "shuffles pages with a standard layout first, and pcs_decode_image());"
-	echo "ratios in 512-byte units, CPU microseconds per page on this machine."
+	echo "shuffles pages with a standard layout first, or splits index pages with"
+	echo "posting lists, and pcs_decode_image()); ratios in 512-byte units, CPU"
+	echo "microseconds per page on this machine."
 	echo
-	echo "| relation | pages | ratio unshuffled | shuffled | compress us unshuffled | shuffled | decode us unshuffled | shuffled |"
+	echo "| relation | pages | ratio as is | shuffled or split | compress us as is | shuffled or split | decode us as is | shuffled or split |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 	while IFS='|' read -r rel path plain; do
 		files=$(ls "$WORK/data/$path" "$WORK/data/$path".[0-9]* 2>/dev/null || true)
