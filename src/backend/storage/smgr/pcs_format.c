@@ -586,7 +586,9 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
  * is a page again.  The inverse restores the line pointers first, which
  * give the tuples' places; then A and B, which say what every tuple holds;
  * then the rest.  The map entry's PCS_ENTRY_SPLIT flag says an image was
- * split; a page the split does not apply to is shuffled as above.
+ * split.  Pages the split does not apply to, and pages whose tuples are
+ * nine in ten of one length (where the transposition does as well, for
+ * less), are shuffled as above: pcs_page_shuffle() decides.
  *
  * The constants are those of access/itup.h and access/nbtree.h, fixed here
  * because they are now part of the stored format.
@@ -599,6 +601,10 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 #define PCS_BT_OFFSET_MASK		0x0FFF	/* BT_OFFSET_MASK */
 #define PCS_BTP_LEAF			0x0001	/* BTP_LEAF */
 #define PCS_MAX_BT_CYCLE_ID		0xFF7F	/* MAX_BT_CYCLE_ID */
+#define PCS_BT_FLAGS_OFFSET		12	/* offsetof(BTPageOpaqueData, btpo_flags) */
+#define PCS_BT_CYCLEID_OFFSET	14	/* ... btpo_cycleid, which hash and GiST
+									 * pages set to a page id above
+									 * MAX_BT_CYCLE_ID */
 
 /* No page has room for more tuples with storage (a line pointer and a header) */
 #define PCS_SPLIT_MAX_ITEMS \
@@ -692,8 +698,8 @@ pcs_split_plan(const char *page, int special, PcsSplit *split)
 	uint16		cycleid;
 	bool		btleaf;
 
-	memcpy(&btflags, page + special + 12, sizeof(btflags));
-	memcpy(&cycleid, page + special + 14, sizeof(cycleid));
+	memcpy(&btflags, page + special + PCS_BT_FLAGS_OFFSET, sizeof(btflags));
+	memcpy(&cycleid, page + special + PCS_BT_CYCLEID_OFFSET, sizeof(cycleid));
 	btleaf = (btflags & PCS_BTP_LEAF) != 0 && cycleid <= PCS_MAX_BT_CYCLE_ID;
 
 	for (int i = 0; i < split->nitems; i++)
