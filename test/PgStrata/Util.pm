@@ -5,7 +5,8 @@
 
 =head1 NAME
 
-PgStrata::Util - facts about the pgstrata checkout, for its TAP tests
+PgStrata::Util - facts about the pgstrata checkout, and how to build programs
+against its format layer, for its TAP tests
 
 =head1 SYNOPSIS
 
@@ -14,6 +15,8 @@ PgStrata::Util - facts about the pgstrata checkout, for its TAP tests
   my $top = PgStrata::Util::top_dir();
   my %up  = PgStrata::Util::upstream();	# patches/UPSTREAM as a hash
   my $ver = PgStrata::Util::project_version();
+  my $cc  = PgStrata::Util::pg_config_value('--cc');
+  my @cmd = PgStrata::Util::pcs_program_command($exe, undef, @sources);
 
 =cut
 
@@ -60,6 +63,46 @@ sub project_version
 	slurp('src/include/pgstrata.h') =~ /#define\s+PGSTRATA_VERSION\s+"([^"]+)"/
 	  or die "no PGSTRATA_VERSION in src/include/pgstrata.h";
 	return $1;
+}
+
+# One line of the installed server's pg_config output (pg_config is found
+# in PATH, as the TAP harness sets it).
+sub pg_config_value
+{
+	my ($opt) = @_;
+	my $out = `pg_config $opt`;
+	die "pg_config $opt failed" if $?;
+	chomp $out;
+	return $out;
+}
+
+# The command that builds the program EXE from SOURCES, the format layer
+# (pcs_format.c) and test/common/pcs_frontend.c, against the installed server
+# headers and linked as the server links the format layer.  CFLAGS, an array
+# reference, replaces the server's compiler and flags when given (the fuzz
+# replay builds with gcc and the sanitizers).
+sub pcs_program_command
+{
+	my ($exe, $cflags, @sources) = @_;
+	my $top = top_dir();
+	my @compile =
+	  defined $cflags
+	  ? @$cflags
+	  : (split(' ', pg_config_value('--cc')),
+		split(' ', pg_config_value('--cflags')),
+		split(' ', pg_config_value('--cppflags')));
+
+	return (
+		@compile,
+		"-I$top/src/include",
+		'-I' . pg_config_value('--includedir-server'),
+		'-o', $exe,
+		@sources,
+		"$top/src/backend/storage/smgr/pcs_format.c",
+		"$top/test/common/pcs_frontend.c",
+		'-L' . pg_config_value('--libdir'),
+		'-lpgcommon', '-lpgport',
+		grep { /^-l(zstd|lz4)$/ } split(' ', pg_config_value('--libs')));
 }
 
 1;

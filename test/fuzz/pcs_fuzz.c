@@ -56,18 +56,6 @@ int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Size of the header as a segment file holds it in the harness's input */
 #define FUZZ_HEADER_BYTES	512
 
-#ifdef USE_ASSERT_CHECKING
-/* Assertion failures abort, so that the fuzzer reports them */
-void
-ExceptionalCondition(const char *conditionName, const char *fileName,
-					 int lineNumber)
-{
-	fprintf(stderr, "TRAP: failed Assert(\"%s\"), File: \"%s\", Line: %d\n",
-			conditionName, fileName, lineNumber);
-	abort();
-}
-#endif
-
 /* Report a property the format layer broke, and stop */
 static void
 fuzz_fail(const char *what)

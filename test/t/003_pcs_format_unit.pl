@@ -16,28 +16,8 @@ my $top = PgStrata::Util::top_dir();
 my $tmp = PostgreSQL::Test::Utils::tempdir();
 my $exe = "$tmp/pcs_format_test";
 
-# pg_config_value(OPTION): one line of pg_config output.
-sub pg_config_value
-{
-	my ($opt) = @_;
-	my $out = `pg_config $opt`;
-	die "pg_config $opt failed" if $?;
-	chomp $out;
-	return $out;
-}
-
-my @cmd = (
-	split(' ', pg_config_value('--cc')),
-	split(' ', pg_config_value('--cflags')),
-	split(' ', pg_config_value('--cppflags')),
-	"-I$top/src/include",
-	'-I' . pg_config_value('--includedir-server'),
-	'-o', $exe,
-	"$top/test/unit/pcs_format_test.c",
-	"$top/src/backend/storage/smgr/pcs_format.c",
-	'-L' . pg_config_value('--libdir'),
-	'-lpgcommon', '-lpgport',
-	grep { /^-l(zstd|lz4)$/ } split(' ', pg_config_value('--libs')));
+my @cmd = PgStrata::Util::pcs_program_command($exe, undef,
+	"$top/test/unit/pcs_format_test.c");
 
 my ($out, $err) = ('', '');
 ok(IPC::Run::run(\@cmd, '>', \$out, '2>', \$err), 'the unit test builds')

@@ -20,16 +20,6 @@ my $tmp = PostgreSQL::Test::Utils::tempdir();
 my $exe = "$tmp/pcs_fuzz_replay";
 my $corpus = "$top/test/fuzz/corpus";
 
-# pg_config_value(OPTION): one line of pg_config output.
-sub pg_config_value
-{
-	my ($opt) = @_;
-	my $out = `pg_config $opt`;
-	die "pg_config $opt failed" if $?;
-	chomp $out;
-	return $out;
-}
-
 my @inputs = glob("$corpus/*");
 cmp_ok(scalar @inputs, '>=', 20, 'the committed corpus has inputs');
 for my $op (qw(header entry image segment roundtrip))
@@ -37,18 +27,14 @@ for my $op (qw(header entry image segment roundtrip))
 	ok((grep { m{/$op-} } @inputs), "the corpus has $op inputs");
 }
 
-my @cmd = (
-	'gcc', '-g', '-O1', '-fno-omit-frame-pointer',
-	'-fsanitize=address,undefined', '-fno-sanitize-recover=all',
-	"-I$top/src/include",
-	'-I' . pg_config_value('--includedir-server'),
-	'-o', $exe,
+my @cmd = PgStrata::Util::pcs_program_command(
+	$exe,
+	[
+		'gcc', '-g', '-O1', '-fno-omit-frame-pointer',
+		'-fsanitize=address,undefined', '-fno-sanitize-recover=all'
+	],
 	"$top/test/fuzz/replay_main.c",
-	"$top/test/fuzz/pcs_fuzz.c",
-	"$top/src/backend/storage/smgr/pcs_format.c",
-	'-L' . pg_config_value('--libdir'),
-	'-lpgcommon', '-lpgport',
-	grep { /^-l(zstd|lz4)$/ } split(' ', pg_config_value('--libs')));
+	"$top/test/fuzz/pcs_fuzz.c");
 
 my ($out, $err) = ('', '');
 ok(IPC::Run::run(\@cmd, '>', \$out, '2>', \$err),

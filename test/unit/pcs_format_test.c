@@ -41,18 +41,6 @@ check(bool ok, const char *what)
 	printf("%sok %d - %s\n", ok ? "" : "not ", ntests, what);
 }
 
-#ifdef USE_ASSERT_CHECKING
-/* Assertion failures abort the test program, as they would the server */
-void
-ExceptionalCondition(const char *conditionName, const char *fileName,
-					 int lineNumber)
-{
-	fprintf(stderr, "TRAP: failed Assert(\"%s\"), File: \"%s\", Line: %d\n",
-			conditionName, fileName, lineNumber);
-	abort();
-}
-#endif
-
 /* Fill a page with text-like rows, as a heap page of sysbench data looks */
 static void
 make_text_page(char *page, unsigned seed)

@@ -41,8 +41,8 @@ gcc -O2 -o "$WORK/page_ideal" "$TOP/test/bench/compression/page_ideal.c" -lzstd
 PGC=$BIN/pg_config
 gcc -O2 $("$PGC" --cppflags) -I"$TOP/src/include" -I"$("$PGC" --includedir-server)" \
 	-o "$WORK/page_codec" "$TOP/test/bench/compression/page_codec.c" \
-	"$TOP/src/backend/storage/smgr/pcs_format.c" -L"$("$PGC" --libdir)" \
-	-lpgcommon -lpgport -lzstd -llz4
+	"$TOP/src/backend/storage/smgr/pcs_format.c" "$TOP/test/common/pcs_frontend.c" \
+	-L"$("$PGC" --libdir)" -lpgcommon -lpgport -lzstd -llz4
 
 bench_cluster "$WORK"
 cat >>"$WORK/data/postgresql.conf" <<EOF

@@ -37,18 +37,6 @@
 
 #define REPEAT 5
 
-#ifdef USE_ASSERT_CHECKING
-/* Assertion failures abort, as they would the server */
-void
-ExceptionalCondition(const char *conditionName, const char *fileName,
-					 int lineNumber)
-{
-	fprintf(stderr, "TRAP: failed Assert(\"%s\"), File: \"%s\", Line: %d\n",
-			conditionName, fileName, lineNumber);
-	abort();
-}
-#endif
-
 /* CPU time of this process in nanoseconds */
 static long long
 cpu_ns(void)

@@ -102,6 +102,7 @@ pgc=$BIN/pg_config
 $("$pgc" --cc) $("$pgc" --cflags) $("$pgc" --cppflags) -I"$TOP/src/include" \
 	-I"$("$pgc" --includedir-server)" -o "$WORK/page_estimate" \
 	"$TOP/test/bench/toast/page_estimate.c" "$TOP/src/backend/storage/smgr/pcs_format.c" \
+	"$TOP/test/common/pcs_frontend.c" \
 	-L"$("$pgc" --libdir)" -lpgcommon -lpgport $("$pgc" --libs | tr ' ' '\n' | grep -E '^-l(zstd|lz4|m)$')
 toastfile=$WORK/data/$(psql -c "SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE relname = 't_pg_default'")
 read -r est_pages est_skipped est_compressible est_wrong estimate_ns attempt_ns < <("$WORK/page_estimate" 1 "$toastfile"*)

@@ -266,10 +266,10 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 
 	/*
 	 * A file too short for the magic is an md fork without data, or a
-	 * compressed fork whose creator has made the file and not yet written
-	 * its header: pcs_create() does one after the other, and readers of the
-	 * free space map and the visibility map look at a fork without the lock
-	 * its creator holds.  Remembering "md" would make this backend read, and
+	 * compressed fork whose creator has made the file and not yet written its
+	 * header: pcs_create() does one after the other, and readers of the free
+	 * space map and the visibility map look at a fork without the lock its
+	 * creator holds.  Remembering "md" would make this backend read, and
 	 * write, the compressed file as an md file once the header is there, so
 	 * the answer is not kept: the fork counts as empty until it has bytes.
 	 */
@@ -1398,9 +1398,9 @@ pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 {
 	/*
 	 * Nothing to do, as in mdtruncate().  Checked first because the callers
-	 * run in a critical section, where the format lookup of a fork that
-	 * never had bytes (its answer is not cached, see pcs_fork_format())
-	 * would allocate memory.
+	 * run in a critical section, where the format lookup of a fork that never
+	 * had bytes (its answer is not cached, see pcs_fork_format()) would
+	 * allocate memory.
 	 */
 	if (old_blocks == nblocks)
 		return;
@@ -1454,15 +1454,13 @@ pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 	}
 }
 
-/* pcs_immedsync: fsync every segment of a fork now */
-void
-pcs_immedsync(SMgrRelation reln, ForkNumber forknum)
+/*
+ * pcs_sync_fork: make every segment of a compressed fork durable, now
+ * (immediate) or at the next checkpoint
+ */
+static void
+pcs_sync_fork(SMgrRelation reln, ForkNumber forknum, bool immediate)
 {
-	if (!pcs_is_compressed(reln, forknum))
-	{
-		mdimmedsync(reln, forknum);
-		return;
-	}
 	INJECTION_POINT("pcs-rewrite-sync");
 	for (BlockNumber segno = 0;; segno++)
 	{
@@ -1470,7 +1468,9 @@ pcs_immedsync(SMgrRelation reln, ForkNumber forknum)
 
 		if (seg == NULL)
 			break;
-		if (FileSync(seg->vfd, WAIT_EVENT_DATA_FILE_IMMEDIATE_SYNC) < 0)
+		if (!immediate)
+			pcs_register_dirty(reln, forknum, segno, seg);
+		else if (FileSync(seg->vfd, WAIT_EVENT_DATA_FILE_IMMEDIATE_SYNC) < 0)
 			ereport(data_sync_elevel(ERROR),
 					(errcode_for_file_access(),
 					 errmsg("could not fsync file \"%s\": %m",
@@ -1478,22 +1478,22 @@ pcs_immedsync(SMgrRelation reln, ForkNumber forknum)
 	}
 }
 
+/* pcs_immedsync: fsync every segment of a fork now */
+void
+pcs_immedsync(SMgrRelation reln, ForkNumber forknum)
+{
+	if (pcs_is_compressed(reln, forknum))
+		pcs_sync_fork(reln, forknum, true);
+	else
+		mdimmedsync(reln, forknum);
+}
+
 /* pcs_registersync: ask the checkpointer to fsync every segment of a fork */
 void
 pcs_registersync(SMgrRelation reln, ForkNumber forknum)
 {
-	if (!pcs_is_compressed(reln, forknum))
-	{
+	if (pcs_is_compressed(reln, forknum))
+		pcs_sync_fork(reln, forknum, false);
+	else
 		mdregistersync(reln, forknum);
-		return;
-	}
-	INJECTION_POINT("pcs-rewrite-sync");
-	for (BlockNumber segno = 0;; segno++)
-	{
-		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
-
-		if (seg == NULL)
-			break;
-		pcs_register_dirty(reln, forknum, segno, seg);
-	}
 }
