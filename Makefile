@@ -3,7 +3,12 @@
 # Makefile for pgstrata: PostgreSQL 17 with storage features, as a patch set.
 #
 #   make                 fetch + verify the pinned release, patch, build, install
-#   make check           all of the project's tests (what CI runs)
+#   make check           what CI runs: the project's tests in the release
+#                        build and in a second, assert-enabled build
+#                        (build/obj-cassert), then upstream's check-world
+#   make check-quick     the project's tests in the release build only
+#   make move-minor VERSION=17.12 [SHA256=...]
+#                        move the series to another 17.x release
 #   make demo            a throwaway cluster showing what the project does
 #   make bench-toast     the TOAST compression benchmark (test/bench/toast)
 #   make check-upstream  upstream's own suites against the patched build
@@ -25,8 +30,12 @@ include $(TOP)/patches/UPSTREAM
 
 BUILD := $(TOP)/build
 TREE := $(BUILD)/postgresql
-OBJ := $(BUILD)/obj
-PREFIX := $(BUILD)/install
+# PGSTRATA_FLAVOUR=cassert selects the assert-enabled build, with a build
+# directory and an installation of its own (the ccache is shared).
+export PGSTRATA_FLAVOUR
+FLAVOUR_SUFFIX := $(if $(PGSTRATA_FLAVOUR),-$(PGSTRATA_FLAVOUR))
+OBJ := $(BUILD)/obj$(FLAVOUR_SUFFIX)
+PREFIX := $(BUILD)/install$(FLAVOUR_SUFFIX)
 TOOLS := $(TOP)/patches/tools
 
 # The tarball the user names, if any: make PG_TARBALL_FILE=/path/to/tarball
@@ -39,7 +48,8 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # make EXTRA_CONFIGURE=--enable-cassert
 CONFIGURE_FLAGS := --prefix=$(PREFIX) --with-lz4 --with-zstd --with-icu \
 	--enable-tap-tests --enable-injection-points --enable-debug \
-	--enable-depend $(EXTRA_CONFIGURE)
+	--enable-depend $(if $(filter cassert,$(PGSTRATA_FLAVOUR)),--enable-cassert) \
+	$(EXTRA_CONFIGURE)
 CCACHE := $(shell command -v ccache 2>/dev/null)
 CC_FOR_BUILD := $(if $(CCACHE),ccache gcc,gcc)
 
@@ -48,10 +58,10 @@ CC_FOR_BUILD := $(if $(CCACHE),ccache gcc,gcc)
 PGMAKE := env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory
 
 # Where `make check` writes its logs.
-CHECK_DIR := $(BUILD)/check
+CHECK_DIR := $(BUILD)/check$(FLAVOUR_SUFFIX)
 
-.PHONY: all deps tree build install check check-patches check-upstream \
-	check-upstream-compressed demo \
+.PHONY: all deps tree build install install-cassert check check-quick \
+	check-patches check-upstream check-upstream-compressed demo move-minor \
 	refresh tree-reset clean distclean bench-toast fuzz
 
 all: install
@@ -85,7 +95,14 @@ install: build
 	@$(TOOLS)/install-contrib.sh
 	@echo "--- installed into $(PREFIX)"
 
-check: install
+# The assert-enabled build, in build/obj-cassert and build/install-cassert.
+install-cassert: tree
+	@PGSTRATA_FLAVOUR=cassert $(MAKE) --no-print-directory install
+
+check: install install-cassert
+	@$(TOP)/test/check-all.sh
+
+check-quick: install
 	@$(TOP)/test/run-checks.sh
 
 check-patches: deps
@@ -111,12 +128,18 @@ fuzz: install
 refresh:
 	@$(TOOLS)/tree.sh refresh
 
+move-minor: deps
+	@$(TOOLS)/tree.sh move "$(VERSION)" $(SHA256)
+
 tree-reset:
 	@$(TOOLS)/tree.sh reset
 
 clean:
-	rm -rf $(OBJ) $(PREFIX) $(CHECK_DIR) $(BUILD)/demo $(BUILD)/upstream \
-		$(BUILD)/upstream-compressed
+	rm -rf $(BUILD)/obj $(BUILD)/obj-cassert $(BUILD)/install \
+		$(BUILD)/install-cassert $(BUILD)/check $(BUILD)/check-cassert \
+		$(BUILD)/contrib $(BUILD)/contrib-cassert $(BUILD)/demo \
+		$(BUILD)/upstream $(BUILD)/upstream-cassert \
+		$(BUILD)/upstream-compressed $(BUILD)/upstream-compressed-cassert
 
 distclean:
 	rm -rf $(BUILD)

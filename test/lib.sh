@@ -1,5 +1,11 @@
 # lib.sh: shell helpers shared by the test runners (sourced, not run).
 
+# The build under test: the release build (build/obj, build/install), or with
+# PGSTRATA_FLAVOUR=cassert the assert-enabled one (build/obj-cassert, ...).
+FLAVOUR_SUFFIX=${PGSTRATA_FLAVOUR:+-$PGSTRATA_FLAVOUR}
+PG_OBJ=$TOP/build/obj$FLAVOUR_SUFFIX
+PG_INSTALL=$TOP/build/install$FLAVOUR_SUFFIX
+
 # count_results LOG: add up the tests a pg_regress or prove log reports.
 # Prints "passed failed skipped".  A TAP script counts once: passed when
 # prove says "ok", skipped when it says "skipped", failed otherwise.
@@ -41,7 +47,7 @@ as_test_user()
 		return
 	fi
 	ensure_test_user || return 1
-	if ! runuser -u "$TEST_USER" -- test -r "$TOP/test/Makefile" -a -x "$TOP/build/install/bin/postgres"; then
+	if ! runuser -u "$TEST_USER" -- test -r "$TOP/test/Makefile" -a -x "$PG_INSTALL/bin/postgres"; then
 		echo "error: the tests run as user $TEST_USER, who cannot read $TOP; clone into a directory other users can read, or run make check as a normal user" >&2
 		return 1
 	fi
@@ -140,13 +146,13 @@ bench_start()
 		for g in ${PGSTRATA_RIG:-}; do
 			echo "$BASHPID" >"/sys/fs/cgroup/$g/cgroup.procs"
 		done
-		exec "$TOP/build/install/bin/pg_ctl" -D "$1/data" -l "$1/server.log" -w start >/dev/null
+		exec "$PG_INSTALL/bin/pg_ctl" -D "$1/data" -l "$1/server.log" -w start >/dev/null
 	)
 }
 
 bench_stop()
 {
-	"$TOP/build/install/bin/pg_ctl" -D "$1/data" -m fast -w stop >/dev/null 2>&1 || true
+	"$PG_INSTALL/bin/pg_ctl" -D "$1/data" -m fast -w stop >/dev/null 2>&1 || true
 }
 
 # bench_cluster WORK: initdb a new cluster in WORK/data that listens on a free
@@ -159,7 +165,7 @@ bench_cluster()
 	rm -rf "$work/data" "$work/cts"
 	mkdir -p "$work/cts"
 	port=$(free_port)
-	"$TOP/build/install/bin/initdb" -D "$work/data" -A trust --no-sync >"$work/initdb.log"
+	"$PG_INSTALL/bin/initdb" -D "$work/data" -A trust --no-sync >"$work/initdb.log"
 	cat >>"$work/data/postgresql.conf" <<CONF
 listen_addresses = '127.0.0.1'
 port = $port

@@ -1,7 +1,8 @@
 # common.sh: helpers shared by the scripts in patches/tools (sourced, not run).
 #
-# Sets TOP (the repository), reads patches/UPSTREAM into PG_* variables and
-# defines the locations every script agrees on.
+# Sets TOP (the repository), reads patches/UPSTREAM (or the file named by
+# PGSTRATA_UPSTREAM, which the tests use) into PG_* variables and defines the
+# locations every script agrees on.
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
@@ -11,11 +12,17 @@ while IFS='=' read -r key value; do
 	case "$key" in
 		PG_*) printf -v "$key" '%s' "$(echo "$value" | sed 's/^ *//; s/ *$//')" ;;
 	esac
-done < <(grep -v '^#' "$TOP/patches/UPSTREAM")
+done < <(grep -v '^#' "${PGSTRATA_UPSTREAM:-$TOP/patches/UPSTREAM}")
 
 BUILD_DIR=${BUILD_DIR:-$TOP/build}
 TREE=${TREE:-$BUILD_DIR/postgresql}		# patched source, a git work tree
 APPLY=$BUILD_DIR/.apply					# scratch work tree of the same repository
+# The build flavour: empty for the release build, "cassert" for the second,
+# assert-enabled build that `make check` runs the suites in too.  Each flavour
+# has its own build directory, installation and test logs.
+FLAVOUR_SUFFIX=${PGSTRATA_FLAVOUR:+-$PGSTRATA_FLAVOUR}
+PG_OBJ=$BUILD_DIR/obj$FLAVOUR_SUFFIX
+PG_INSTALL=$BUILD_DIR/install$FLAVOUR_SUFFIX
 # The tarball cache: per user, or system-wide for root, whose home other
 # users cannot read (the tests run as an unprivileged user and read it).
 if [ "$(id -u)" = 0 ]; then

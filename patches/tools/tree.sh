@@ -7,6 +7,11 @@
 #   tree.sh refresh  write the tree's commits back into patches/, src/, contrib/
 #   tree.sh check    fail unless patches/ + src/ + contrib/ reproduce the tree
 #   tree.sh reset    discard the tree's own edits and commits, re-apply inputs
+#   tree.sh move VERSION [SHA256]
+#                    move the series to another minor release of the same
+#                    major: rebase the tree's commits onto that release and
+#                    write them back (SHA256 defaults to the "served" line of
+#                    patches/UPSTREAM for VERSION)
 #
 # The tree is a git repository with one commit for the pristine release
 # (tag "upstream"), one adding the project's new files (src/ and contrib/ of
@@ -203,8 +208,79 @@ cmd_reset()
 	note "$TREE reset to patches/ and src/"
 }
 
+# served_sha256 VERSION: the SHA-256 patches/UPSTREAM lists for VERSION.
+served_sha256()
+{
+	sed -n "s/^# served $(echo "$1" | sed 's/\./\\./g') \([0-9a-f]\{64\}\)\b.*/\1/p" \
+		"${PGSTRATA_UPSTREAM:-$TOP/patches/UPSTREAM}" | head -n 1
+}
+
+# release_file VERSION SHA256 FILE: write patches/UPSTREAM for VERSION into FILE.
+release_file()
+{
+	local v=$1 sha=$2 major=${1%%.*}
+	sed -e "s/^PG_VERSION = .*/PG_VERSION = $v/" \
+		-e "s/^PG_TARBALL = .*/PG_TARBALL = postgresql-$v.tar.bz2/" \
+		-e "s/^PG_SHA256 = .*/PG_SHA256 = $sha/" \
+		-e "s|^PG_URL = .*|PG_URL = https://ftp.postgresql.org/pub/source/v$v/postgresql-$v.tar.bz2|" \
+		-e "s/^PG_DEBIAN_ORIG = .*/PG_DEBIAN_ORIG = postgresql-${major}_$v.orig.tar.bz2/" \
+		"$TOP/patches/UPSTREAM" >"$3"
+}
+
+# The tree's commits are rebased, not re-applied: git then merges each patch
+# three-way against the release it was written for, so context that moved is
+# carried over and only real conflicts stop the move.
+cmd_move()
+{
+	local v=${1:-} sha=${2:-} new tarball old_upstream tip target
+	[[ "$v" =~ ^[0-9]+\.[0-9]+$ ]] || die "usage: tree.sh move VERSION [SHA256], for example: tree.sh move 17.12"
+	[ "${v%%.*}" = "${PG_VERSION%%.*}" ] ||
+		die "$v is not a minor release of PostgreSQL ${PG_VERSION%%.*}; another major needs a series of its own"
+	[ "$v" != "$PG_VERSION" ] || die "the series is already on $v"
+	[ -n "$sha" ] || sha=$(served_sha256 "$v")
+	[ -n "$sha" ] ||
+		die "patches/UPSTREAM lists no SHA-256 for $v: give it (from the release's .sha256 file or Debian's .dsc) as tree.sh move $v SHA256"
+
+	# The tree as the current inputs make it: the starting point.
+	(cmd_update)
+	tree_is_pristine || die "$TREE has edits or commits of its own: 'make refresh' or 'make tree-reset' first"
+
+	new=$BUILD_DIR/UPSTREAM.$v
+	release_file "$v" "$sha" "$new"
+	tarball=$(PGSTRATA_UPSTREAM=$new "$TOP/patches/tools/fetch-upstream.sh")
+
+	note "rebasing the series from $PG_VERSION onto $v"
+	old_upstream=$(tree_git rev-parse upstream)
+	tip=$(tree_git rev-parse HEAD)
+	(
+		cd "$TREE"
+		git checkout -q --detach "$old_upstream"
+		git rm -rq --cached .
+		git clean -q -fdx
+		tar xjf "$tarball" --strip-components=1
+		git add -A -f
+		# A root commit, as create_tree makes for a fresh tree.
+		target=$(GIT_AUTHOR_DATE=$FIXED_DATE GIT_COMMITTER_DATE=$FIXED_DATE \
+			git commit-tree "$(git write-tree)" -m "PostgreSQL $v, as released (postgresql-$v.tar.bz2)")
+		git tag -f upstream "$target" >/dev/null
+		git checkout -q -f --detach "$tip"
+	)
+	cp "$new" "$TOP/patches/UPSTREAM"
+	rm -f "$new"
+	# The tree now stands for the new inputs, so refresh may write them back.
+	inputs_digest >"$STATE_DIGEST"
+	if ! tree_git -c user.name="$GIT_COMMITTER_NAME" -c user.email="$GIT_COMMITTER_EMAIL" \
+		rebase -q --committer-date-is-author-date --onto upstream "$old_upstream" >&2; then
+		note "a patch conflicts with $v; patches/UPSTREAM already names $v"
+		die "resolve the conflict in $TREE (git status), 'git rebase --continue' there, then 'make refresh'"
+	fi
+	cmd_refresh
+	note "the series now applies to $v; run 'make check' and 'make check-upstream', then commit patches/"
+}
+
 case "${1:-}" in
 	update) cmd_update ;;
+	move) shift; cmd_move "$@" ;;
 	refresh) cmd_refresh ;;
 	check) cmd_check ;;
 	reset) cmd_reset ;;

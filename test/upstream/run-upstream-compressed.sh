@@ -56,14 +56,14 @@
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-OBJ=$TOP/build/obj
 HERE=$TOP/test/upstream/compressed
-LOGDIR=$TOP/build/upstream-compressed
 SUITES=${SUITES:-regress isolation contrib recovery}
 PCS_FORCE=${PCS_FORCE:-zstd}
 PCS_FORCE_INITDB=${PCS_FORCE_INITDB:-0}
 JOBS=${JOBS:-2}
 . "$TOP/test/lib.sh"
+OBJ=$PG_OBJ
+LOGDIR=$TOP/build/upstream-compressed$FLAVOUR_SUFFIX
 
 rm -rf "$LOGDIR"
 mkdir -p "$LOGDIR"

@@ -16,10 +16,10 @@
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-OBJ=$TOP/build/obj
-LOGDIR=$TOP/build/upstream
 JOBS=${JOBS:-$(nproc)}
 . "$TOP/test/lib.sh"
+OBJ=$PG_OBJ
+LOGDIR=$TOP/build/upstream$FLAVOUR_SUFFIX
 
 mkdir -p "$LOGDIR"
 log=$LOGDIR/check-world.log
@@ -42,7 +42,7 @@ if [ $rc -ne 0 ]; then
 	[ "$failed" -ne 0 ] || failed=1
 	echo "--- check-world failed (exit $rc); failing tests and diffs:"
 	grep -E '^not ok |^Failed [0-9]+/|Dubious|make.*Error' "$log" | head -n 60
-	find "$OBJ" -name regression.diffs -newer "$TOP/build/install" -exec head -n 60 {} \;
+	find "$OBJ" -name regression.diffs -newer "$PG_INSTALL" -exec head -n 60 {} \;
 fi
 echo "upstream check-world wall time: $((elapsed / 60)) min $((elapsed % 60)) s"
 echo "upstream: $passed passed, $failed failed, $skipped skipped"

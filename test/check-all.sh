@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+#
+# check-all.sh: what `make check` (and so CI) runs, after both builds:
+#
+#   1. the project's suites in the release build (test/run-checks.sh);
+#   2. the same suites in the assert-enabled build (build/install-cassert),
+#      where a failed assertion in any server fails the run;
+#   3. upstream's check-world against the release build
+#      (test/upstream/run-upstream.sh); PGSTRATA_SKIP_UPSTREAM=1 leaves it out.
+#
+# Every part runs even when an earlier one failed, so one run shows every
+# failure.  Ends with one line per part and the wall time of the whole run.
+
+set -uo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+results=()
+rc=0
+
+# part NAME COMMAND...: run one part, keep its last summary line.
+part()
+{
+	local name=$1 log=$TOP/build/check-all-$1.log prc
+	shift
+	echo "##### $name"
+	mkdir -p "$TOP/build"
+	"$@" 2>&1 | tee "$log"
+	prc=${PIPESTATUS[0]}
+	[ "$prc" -eq 0 ] || rc=1
+	results+=("$name: $(grep -E '^[a-z-]+: [0-9]+ passed' "$log" | tail -n 1 | sed 's/^[a-z-]*: //') (exit $prc)")
+}
+
+part release "$TOP/test/run-checks.sh"
+part cassert env PGSTRATA_FLAVOUR=cassert "$TOP/test/run-checks.sh"
+if [ "${PGSTRATA_SKIP_UPSTREAM:-}" != 1 ]; then
+	part upstream "$TOP/test/upstream/run-upstream.sh"
+fi
+
+echo
+echo "##### summary"
+printf '%s\n' "${results[@]}"
+if [ -n "${PGSTRATA_T0:-}" ]; then
+	echo "wall time of the whole run: $(($(date +%s) - PGSTRATA_T0)) s"
+fi
+exit $rc
