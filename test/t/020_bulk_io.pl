@@ -57,25 +57,71 @@ my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($node, 'base', has_streaming => 1);
 $standby->start;
 
-# The settings, their defaults in blocks, and their ranges.
+# The settings, their defaults in blocks, their contexts and their ranges.
+# They are storage policy: superusers (and roles granted SET on them) may
+# override three per session, for a bulk load or an index build; the size
+# threshold is server-wide.
 my %default = (
 	polar_bulk_read_size => 16,
 	polar_bulk_extend_size => 512,
 	polar_min_bulk_extend_table_size => 1024,
 	polar_index_create_bulk_extend_size => 512);
+my %context = (
+	polar_bulk_read_size => 'superuser',
+	polar_bulk_extend_size => 'superuser',
+	polar_min_bulk_extend_table_size => 'sighup',
+	polar_index_create_bulk_extend_size => 'superuser');
 
 for my $name (sort keys %default)
 {
 	is($node->safe_psql('postgres',
 			"SELECT setting || ' ' || unit || ' ' || context FROM pg_settings WHERE name = '$name'"),
-		"$default{$name} 8kB user", "$name: default and unit");
+		"$default{$name} 8kB $context{$name}", "$name: default, unit and context");
 }
+
+my ($ret, $out, $err);
+
+# A role with only INSERT on another role's table could once grow it by
+# any window it chose; now it can set none of them.
+$node->safe_psql('postgres', q(
+CREATE ROLE bulk_nobody LOGIN;
+CREATE TABLE bulk_victim (id int);
+INSERT INTO bulk_victim VALUES (0);
+GRANT INSERT ON bulk_victim TO bulk_nobody;
+));
+for my $name (sort keys %default)
+{
+	($ret, $out, $err) = $node->psql('postgres',
+		"SET $name = 0; SET polar_bulk_extend_size = '256MB'; INSERT INTO bulk_victim SELECT generate_series(1, 5)",
+		extra_params => [ '-U', 'bulk_nobody' ]);
+	my $why = $context{$name} eq 'sighup'
+	  ? qr/parameter "$name" cannot be changed now/
+	  : qr/permission denied to set parameter "$name"/;
+	like($err, $why, "$name: a role without privileges cannot SET it");
+}
+is($node->safe_psql('postgres',
+		"SELECT pg_relation_size('bulk_victim') / current_setting('block_size')::int"),
+	'1', 'and the table it may insert into stayed one page');
+
+# A superuser can delegate a per-session override with GRANT SET.
+$node->safe_psql('postgres',
+	'GRANT SET ON PARAMETER polar_bulk_extend_size TO bulk_nobody');
+($ret, $out, $err) = $node->psql('postgres',
+	"SET polar_bulk_extend_size = '1MB'; SHOW polar_bulk_extend_size",
+	extra_params => [ '-U', 'bulk_nobody' ]);
+is($out, '1MB', 'GRANT SET ON PARAMETER lets a role override it per session')
+  or diag $err;
+$node->safe_psql('postgres', q(
+REVOKE SET ON PARAMETER polar_bulk_extend_size FROM bulk_nobody;
+DROP TABLE bulk_victim;
+DROP ROLE bulk_nobody;
+));
 is($node->safe_psql('postgres', 'SHOW polar_bulk_read_size'),
 	'128kB', 'polar_bulk_read_size shows 128kB');
 is($node->safe_psql('postgres', 'SHOW polar_bulk_extend_size'),
 	'4MB', 'polar_bulk_extend_size shows 4MB');
 
-my ($ret, $out, $err) = $node->psql('postgres',
+($ret, $out, $err) = $node->psql('postgres',
 	"ALTER SYSTEM SET polar_bulk_read_size = '512kB'");
 like($err, qr/64 8kB is outside the valid range for parameter "polar_bulk_read_size" \(0 8kB \.\. 32 8kB\)/,
 	'polar_bulk_read_size above 256kB is refused with the range');
