@@ -105,8 +105,8 @@ server_cpu_ticks()
 	} | awk '{s += $1} END {print s}'
 }
 
-# rig_make GROUP MEM_MB READ_MBPS: the I/O-bound rig of the team's
-# io-bound-rig.md (as root): control groups memory/GROUP and blkio/GROUP
+# rig_make GROUP MEM_MB READ_MBPS: the I/O-bound rig of the benchmarks
+# (as root; doc/building-and-testing.md): control groups memory/GROUP and blkio/GROUP
 # (cgroup v1) limiting memory, page cache included, to MEM_MB MiB and reads
 # from the root file system's device to READ_MBPS MiB/s, joinable by the
 # test user.  Sets RIG_DEV (the device) and RIG_DESC (a line for results).
