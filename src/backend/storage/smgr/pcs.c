@@ -735,6 +735,21 @@ pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
 		memset(&seg->map[from], 0, (to - from) * sizeof(PcsMapEntry));
 }
 
+/*
+ * Fill buffer with a page that PageIsVerifiedExtended() rejects whether data
+ * checksums are on or not: not new (pd_upper is not 0), and with flag bits
+ * no page has.
+ */
+static void
+pcs_invalid_page(char *buffer)
+{
+	PageHeader	page PG_USED_FOR_ASSERTS_ONLY = (PageHeader) buffer;
+
+	memset(buffer, 0xFF, BLCKSZ);
+	Assert(!PageIsNew((Page) buffer));
+	Assert((page->pd_flags & ~PD_VALID_FLAG_BITS) != 0);
+}
+
 /* Read one block of a compressed fork into buffer */
 static void
 pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
@@ -801,6 +816,26 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	}
 	if (problem == NULL)
 		return;
+
+	/*
+	 * The free space map and the visibility map are hints, read with
+	 * RBM_ZERO_ON_ERROR: the buffer manager zeroes a page of theirs that
+	 * fails verification, and redo depends on that, because their pages are
+	 * changed without full-page images (an FSM page torn by an OS crash is
+	 * normal).  So a damaged image of theirs is handed up as a page that
+	 * fails verification, and the buffer manager zeroes it with its own
+	 * WARNING, as it would on md; this one says what was wrong.
+	 */
+	if (forknum == FSM_FORKNUM || forknum == VISIBILITYMAP_FORKNUM)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid compressed page in block %u of relation %s",
+						blkno, relpath(reln->smgr_rlocator, forknum)),
+				 errdetail("%s.", problem)));
+		pcs_invalid_page(buffer);
+		return;
+	}
 
 	if (zero_damaged_pages)
 	{
