@@ -71,7 +71,7 @@ typedef struct BulkIoBlockRange
 extern BlockNumber bulk_io_block_range_next(struct ReadStream *stream,
 											void *callback_private_data,
 											void *per_buffer_data);
-extern int	bulk_io_read_combine_limit(void);
+extern int	bulk_io_read_combine_limit(bool bulk_io_path);
 extern void bulk_io_count_read(int nblocks);
 extern bool bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst,
 								 ForkNumber forknum, char relpersistence,

@@ -8,7 +8,9 @@
  * This file adds:
  *
  * - polar_bulk_read_size: the combine size of every read stream, so that
- *   one setting governs read-ahead (0 reads one block at a time), and the
+ *   one setting governs read-ahead (0 leaves 17's behaviour: upstream's
+ *   streams combine up to io_combine_limit, the paths below read one
+ *   block at a time), and the
  *   copy of ALTER TABLE ... SET TABLESPACE (RelationCopyStorage) through a
  *   read stream into shared buffers instead of one smgrread per block, or
  *   for temporary relations with vectored reads into the bulk writer's
@@ -124,17 +126,24 @@ bulk_io_reset_counters(void)
 }
 
 /*
- * The number of blocks a read stream may combine into one read.
+ * The number of blocks a read may combine.
  *
  * polar_bulk_read_size sets it; io_combine_limit, upstream's own setting,
  * stays an upper bound (both default to 128 kB), so that neither setting can
  * make a stream build reads larger than the other allows.
+ *
+ * 0 turns this feature off and leaves PostgreSQL's own behaviour on, as
+ * PolarDB's setting does: the read paths this project added (bulk_io_path:
+ * VACUUM's heap passes, B-tree vacuum, the storage copy, bitmap heap scans)
+ * read one block at a time, as they do in 17, and upstream's read streams
+ * (sequential scans, ANALYZE, pg_prewarm) combine up to io_combine_limit,
+ * as they do in 17.
  */
 int
-bulk_io_read_combine_limit(void)
+bulk_io_read_combine_limit(bool bulk_io_path)
 {
 	if (polar_bulk_read_size <= 0)
-		return 1;
+		return bulk_io_path ? 1 : io_combine_limit;
 	return Min(polar_bulk_read_size, io_combine_limit);
 }
 
@@ -178,7 +187,7 @@ bulk_io_copy_storage_direct(SMgrRelation src, SMgrRelation dst,
 	BulkWriteState *bulkstate;
 	BlockNumber nblocks;
 	BlockNumber blkno = 0;
-	int			limit = bulk_io_read_combine_limit();
+	int			limit = bulk_io_read_combine_limit(true);
 
 	bulkstate = smgr_bulk_start_smgr(dst, forknum, use_wal);
 	nblocks = smgrnblocks(src, forknum);
@@ -258,7 +267,8 @@ bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst, ForkNumber forknum,
 	range.end = smgrnblocks(src, forknum);
 
 	stream = read_stream_begin_smgr_relation(READ_STREAM_FULL |
-											 READ_STREAM_MAINTENANCE,
+											 READ_STREAM_MAINTENANCE |
+											 READ_STREAM_BULK_IO,
 											 strategy, src, relpersistence,
 											 forknum, bulk_io_block_range_next,
 											 &range, 0);
