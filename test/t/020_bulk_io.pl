@@ -41,6 +41,7 @@ checkpoint_timeout = 1h
 max_wal_size = 1GB
 wal_keep_size = 2GB
 log_statement = none
+restart_after_crash = on
 ));
 $node->start;
 
@@ -48,6 +49,7 @@ $node->safe_psql('postgres', q(
 CREATE EXTENSION pgstrata;
 CREATE EXTENSION amcheck;
 CREATE EXTENSION pg_prewarm;
+CREATE EXTENSION injection_points;
 CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLESPACE ts2 LOCATION '';
 ));
@@ -469,8 +471,54 @@ INSERT INTO $big VALUES ($base + :client_id * 1000 + random(1, 999), repeat(md5(
 	$node->start;
 	ok(pages($crash) >= $extended,
 		"$ts: after the crash the zero pages are still there");
-	$node->safe_psql('postgres', insert_sql($crash, 2000));
-	pass("$ts: inserts go on after the crash");
+	# The FSM pages that knew the window were lost with the crash: the
+	# inserts must find the window at the end of the table, not add one.
+	my $from_crash = $next_id;
+	$d = delta(insert_sql($crash, 2000));
+	is($d->{heap_pre_extensions}, 0,
+		"$ts: after the crash inserts do not pre-extend again");
+	is(pages($crash), $extended,
+		"$ts: after the crash inserts fill the window the crash left");
+	ok($node->safe_psql('postgres',
+			"SELECT min((ctid::text::point)[0]) FROM $crash WHERE id >= $from_crash")
+		  >= $nonempty - 1,
+		"$ts: after the crash the rows are on the window's pages");
+
+	# A crash of the extending backend between the zero-extension and the
+	# FSM update (injection point bulk-io-window-before-fsm): the window
+	# was never in the FSM at all.
+	my $crash2 = "crash2_$ts";
+	make_big($crash2, $ts);
+	my $nonempty2 = pages($crash2);
+	$node->safe_psql('postgres',
+		"SELECT injection_points_attach('bulk-io-window-before-fsm', 'wait')");
+	my ($o, $e) = ('', '');
+	my $bg = IPC::Run::start(
+		[ 'psql', '-X', '-d', $node->connstr('postgres'), '-c',
+			insert_sql($crash2, 2000) ],
+		'>', \$o, '2>', \$e);
+	$node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'bulk-io-window-before-fsm'")
+	  or die 'no backend reached bulk-io-window-before-fsm';
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE wait_event = 'bulk-io-window-before-fsm'");
+	my $logpos = -s $node->logfile;
+	kill 'KILL', $pid;
+	$bg->finish;
+	$node->wait_for_log(qr/database system is ready to accept connections/, $logpos);
+	my $window2 = pages($crash2);
+	ok($window2 >= $nonempty2 + 400,
+		"$ts: killed between zero-extension and FSM update, the window is on disk ($window2 pages)");
+	$from_crash = $next_id;
+	$d = delta(insert_sql($crash2, 2000));
+	is($d->{heap_pre_extensions}, 0,
+		"$ts: the window the FSM never knew is used, not extended again");
+	is(pages($crash2), $window2, "$ts: the table did not grow");
+	ok($node->safe_psql('postgres',
+			"SELECT min((ctid::text::point)[0]) FROM $crash2 WHERE id >= $from_crash")
+		  >= $nonempty2 - 1,
+		"$ts: the rows are on the window's pages");
+	amcheck_clean($node, $crash2, "${crash2}_id", "$ts: after the crash at the injection point");
 	$node->safe_psql('postgres', "VACUUM $crash");
 	my $before = pages($crash);
 	my $from = $next_id;
@@ -486,7 +534,7 @@ INSERT INTO $big VALUES ($base + :client_id * 1000 + random(1, 999), repeat(md5(
 
 # The standby replays all of it.
 $node->wait_for_catchup($standby);
-for my $rel (map { ("big_$_", "crash_$_", "small_$_", "trunc_$_", "bt_$_", "p3_$_") }
+for my $rel (map { ("big_$_", "crash_$_", "crash2_$_", "small_$_", "trunc_$_", "bt_$_", "p3_$_") }
 	('pg_default', 'cts'))
 {
 	is($standby->safe_psql('postgres',

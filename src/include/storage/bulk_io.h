@@ -85,6 +85,8 @@ extern BlockNumber bulk_io_heap_pre_extend(Relation rel,
 										   uint32 extended_by);
 extern void bulk_io_heap_record_free(Relation rel, BlockNumber from,
 									 BlockNumber to);
+extern bool bulk_io_heap_reclaim_window(Relation rel,
+										BufferAccessStrategy strategy);
 extern BlockNumber bulk_io_heap_truncate_floor(Relation rel,
 											   BlockNumber nonempty_pages,
 											   BlockNumber rel_pages);

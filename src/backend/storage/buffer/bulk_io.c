@@ -54,6 +54,7 @@
 #include "storage/freespace.h"
 #include "storage/read_stream.h"
 #include "storage/shmem.h"
+#include "utils/injection_point.h"
 #include "utils/rel.h"
 
 /* The settings, in blocks */
@@ -377,11 +378,77 @@ bulk_io_heap_pre_extend(Relation rel, BufferAccessStrategy strategy,
 	return next_block + nblocks;
 }
 
+/*
+ * Before a heap relation is extended because its FSM knows no page with room:
+ * if the relation ends in never-used pages, enter them into the FSM and
+ * return true, so that the caller looks there instead of extending.
+ *
+ * The FSM is not WAL-logged, so a crash between a pre-extension and the
+ * checkpoint that would write its FSM pages leaves the window on disk and
+ * unknown to the FSM; without this, the next insert would pre-extend again
+ * and the old window would stay empty in the middle of the file until a
+ * VACUUM.  Such a window is at the end of the relation, since nothing
+ * extends past it without filling it first, except that an insert that
+ * finds no FSM entry tries the last page first (RelationGetBufferForTuple),
+ * so the last page may be in use above a run of unused ones.  So the run
+ * looked for is the never-used pages ending at the last page or the one
+ * before it.  In the common case the last two pages hold tuples and only
+ * they are read; after a crash, at most one window of pages is read, once.
+ * No lock is needed: a page that another backend is about to initialise is
+ * merely entered into the FSM once more, which the FSM's users correct as
+ * they do any stale entry.
+ */
+bool
+bulk_io_heap_reclaim_window(Relation rel, BufferAccessStrategy strategy)
+{
+	BlockNumber nblocks;
+	BlockNumber limit;
+	BlockNumber low = InvalidBlockNumber;
+	BlockNumber high = InvalidBlockNumber;
+
+	if (!bulk_io_heap_wants_pre_extension(rel))
+		return false;
+	nblocks = RelationGetNumberOfBlocks(rel);
+	limit = Min(nblocks, (BlockNumber) polar_bulk_extend_size + 1);
+
+	for (BlockNumber blkno = nblocks; blkno-- > nblocks - limit;)
+	{
+		Buffer		buf;
+		bool		unused;
+
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
+								 strategy);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		unused = PageIsNew(BufferGetPage(buf));
+		UnlockReleaseBuffer(buf);
+		if (unused)
+		{
+			if (high == InvalidBlockNumber)
+				high = blkno;
+			low = blkno;
+		}
+		else if (high != InvalidBlockNumber || blkno + 1 < nblocks)
+			break;				/* below the run, or two used pages at the end */
+	}
+	if (high == InvalidBlockNumber)
+		return false;
+
+	Assert(low <= high && high >= nblocks - 2);
+	bulk_io_heap_record_free(rel, low, high + 1);
+	return true;
+}
+
 /* Enter the zero pages [from, to) of a heap relation into its FSM */
 void
 bulk_io_heap_record_free(Relation rel, BlockNumber from, BlockNumber to)
 {
 	Size		freespace = BLCKSZ - SizeOfPageHeaderData;
+
+	/*
+	 * The window exists on disk, the FSM does not know it yet: a crash here
+	 * orphans it, which bulk_io_heap_reclaim_window() must undo.
+	 */
+	INJECTION_POINT("bulk-io-window-before-fsm");
 
 	for (BlockNumber blkno = from; blkno < to; blkno++)
 		RecordPageWithFreeSpace(rel, blkno, freespace);
