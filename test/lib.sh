@@ -52,7 +52,11 @@ as_test_user()
 		return 1
 	fi
 	chown -R "$TEST_USER:" "$work"
-	runuser -u "$TEST_USER" -- env HOME="$work" PGSTRATA_CACHE="${PGSTRATA_CACHE:-/var/cache/pgstrata}" "$@"
+	# A compiler cache root set up (CCACHE_DIR) is root's and not writable
+	# by the test user, who also compiles (test modules, programs built
+	# against the format layer): the test user gets one under its home.
+	runuser -u "$TEST_USER" -- env -u CCACHE_DIR HOME="$work" \
+		PGSTRATA_CACHE="${PGSTRATA_CACHE:-/var/cache/pgstrata}" "$@"
 }
 
 # free_port: a free TCP port on the loopback interface, as the kernel hands one out.
