@@ -67,6 +67,27 @@ RESET enable_seqscan;
 RESET enable_bitmapscan;
 RESET enable_indexscan;
 
+-- parallel index builds (B-tree and BRIN): the workers scan the table with
+-- heap's routine in place too
+CREATE TABLE item_p (id int, name text) USING refdata;
+INSERT INTO item_p SELECT g, 'item ' || g FROM generate_series(1, 20000) g;
+ALTER TABLE item_p SET (parallel_workers = 2);
+SET max_parallel_maintenance_workers = 2;
+SET min_parallel_table_scan_size = 0;
+SET log_temp_files = -1;
+SET client_min_messages = debug1;
+CREATE INDEX item_p_btree ON item_p (name, id);
+CREATE INDEX item_p_brin ON item_p USING brin (id);
+RESET client_min_messages;
+RESET log_temp_files;
+RESET max_parallel_maintenance_workers;
+RESET min_parallel_table_scan_size;
+SET enable_seqscan = off;
+SELECT id FROM item_p WHERE name = 'item 12345';
+SELECT count(*) FROM item_p WHERE id BETWEEN 1000 AND 1999;
+RESET enable_seqscan;
+DROP TABLE item_p;
+
 -- the relcache entry of the table is rebuilt in the middle of an index build
 -- (here by a GRANT from the indexed function): the build goes on
 CREATE TABLE item_g (id int) USING refdata;
