@@ -3,6 +3,7 @@
 --
 CREATE EXTENSION refdata;
 CREATE EXTENSION pageinspect;
+CREATE EXTENSION amcheck;
 
 -- CREATE TABLE ... USING refdata, and through default_table_access_method
 CREATE TABLE item (id int PRIMARY KEY, name text, price numeric, tags text[],
@@ -116,7 +117,7 @@ SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.relname 
 SELECT count(*) AS differences
 FROM before b FULL JOIN (SELECT id, md5(item::text) AS h FROM item) a USING (id)
 WHERE a.h IS DISTINCT FROM b.h;
-SELECT * FROM refdata_verify('item');
+SELECT * FROM verify_heapam('item');
 
 -- ALTER TABLE ... SET ACCESS METHOD, both ways
 ALTER TABLE item SET ACCESS METHOD heap;
@@ -173,3 +174,4 @@ DROP MATERIALIZED VIEW item_mv;
 DROP TABLE item, item2, plain, region, place, item_copy, tmp_ref, unl_ref;
 DROP EXTENSION refdata;
 DROP EXTENSION pageinspect;
+DROP EXTENSION amcheck;

@@ -202,7 +202,9 @@ DROP ROLE refdata_reader;
 DROP VIEW tree_locks;
 DROP TABLE tree, mixed, plain;
 
-SELECT * FROM refdata_verify('parent');
+CREATE EXTENSION amcheck;
+SELECT * FROM verify_heapam('parent');
+DROP EXTENSION amcheck;
 SELECT * FROM parent ORDER BY id;
 DROP VIEW parent_locks, parent_xmax, parent_rowlocks;
 DROP FUNCTION add_parent(int);
