@@ -305,8 +305,7 @@ refdata_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 typedef struct RefdataTreeEntry
 {
 	Oid			relid;			/* hash key: a partitioned table */
-	bool		has_refdata;	/* it, or a partition at any level, is
-								 * refdata */
+	bool		has_refdata;	/* it, or a partition at any level, is refdata */
 } RefdataTreeEntry;
 
 static HTAB *refdata_trees = NULL;
@@ -426,13 +425,17 @@ refdata_lock_early(Oid relid, char relkind)
 	return true;
 }
 
-/* Take ExclusiveLock on the range table entry rti if it needs it. */
+/*
+ * Take ExclusiveLock on the range table entry rti if it needs it.  An entry
+ * that asks for ExclusiveLock or more already has it: the parser, the
+ * planner or the plan cache took it.
+ */
 static void
 refdata_lock_rte(PlannedStmt *stmt, Index rti)
 {
 	RangeTblEntry *rte = rt_fetch(rti, stmt->rtable);
 
-	if (rte->rtekind == RTE_RELATION)
+	if (rte->rtekind == RTE_RELATION && rte->rellockmode < ExclusiveLock)
 		(void) refdata_lock_early(rte->relid, rte->relkind);
 }
 
