@@ -109,12 +109,20 @@ backend_cpu_ticks()
 # next MultiXact id, as of a checkpoint taken now
 next_mxid() { psql -d postgres -c "CHECKPOINT" -c "SELECT next_multixact_id FROM pg_control_checkpoint()"; }
 
-# lock_waits FROM: "waits waits_on_item" logged since byte FROM of the log
+# lock_waits FROM ITEM_OID: "waits waits_on_item" logged since byte FROM of
+# the log.  A wait is on item when the lock is on item (relation, tuple or
+# extension lock: "... relation ITEM_OID of database ...") or when its
+# context names item (a row of item waited for through its transaction);
+# the statement text does not count (New-Order's names item in every line).
 lock_waits()
 {
-	tail -c +"$(($1 + 1))" "$WORK/server.log" | awk '
-		/ LOG:  process [0-9]+ still waiting for / { n++; cur = 1; if (/ item/) { i++; cur = 0 } ; next }
-		/ (DETAIL|CONTEXT|STATEMENT):  / { if (cur && /"item"| item /) { i++; cur = 0 }; next }
+	tail -c +"$(($1 + 1))" "$WORK/server.log" | awk -v oid="$2" '
+		/ LOG:  process [0-9]+ still waiting for / {
+			n++; cur = 1
+			if ($0 ~ ("relation " oid " of database")) { i++; cur = 0 }
+			next }
+		/ CONTEXT:  / { if (cur && /relation "item"/) i++; cur = 0; next }
+		/ (DETAIL|STATEMENT):  / || /^\t/ { next }
 		{ cur = 0 }
 		END { print n + 0, i + 0 }'
 }
@@ -123,8 +131,9 @@ lock_waits()
 one_run()
 {
 	local am=$1 c=$2 r=$3 db=neworder_$1
-	local dboid fn m0 m1 w0 w1 log0 c0 c1 out tps xacts failed wal cpu recs waits
+	local dboid fn ioid m0 m1 w0 w1 log0 c0 c1 out tps xacts failed wal cpu recs waits
 	dboid=$(psql -d postgres -c "SELECT oid FROM pg_database WHERE datname = '$db'")
+	ioid=$(psql -d "$db" -c "SELECT 'item'::regclass::oid")
 	fn=$(psql -d "$db" -c "SELECT pg_relation_filenode('item')")
 	m0=$(next_mxid)
 	log0=$(stat -c %s "$WORK/server.log")
@@ -153,7 +162,7 @@ one_run()
 		FROM (SELECT record_type IN ('LOCK', 'LOCK_UPDATED') AND resource_manager IN ('Heap', 'Heap2') AS is_lock,
 				reldatabase = $dboid AND relfilenode = $fn AS on_item
 			FROM pg_get_wal_block_info('$w0', '$w1', false)) b")
-	waits=$(lock_waits "$log0")
+	waits=$(lock_waits "$log0" "$ioid")
 	printf '%-8s %-6s %-8s %10s %8s %6s %12s %11s %10s %10s %10s %10s %6s %6s\n' \
 		"$c" "$r" "$am" "$tps" "$xacts" "${failed:-0}" "$wal" "$cpu" $((m1 - m0)) $recs $waits
 	echo "$c $am $tps $((wal / xacts)) $((m1 - m0)) $cpu $recs" >>"$WORK/runs"
