@@ -52,7 +52,11 @@ as_test_user()
 		return 1
 	fi
 	chown -R "$TEST_USER:" "$work"
-	runuser -u "$TEST_USER" -- env HOME="$work" PGSTRATA_CACHE="${PGSTRATA_CACHE:-/var/cache/pgstrata}" "$@"
+	# A compiler cache root set up (CCACHE_DIR) is root's and not writable
+	# by the test user, who also compiles (test modules, programs built
+	# against the format layer): the test user gets one under its home.
+	runuser -u "$TEST_USER" -- env -u CCACHE_DIR HOME="$work" \
+		PGSTRATA_CACHE="${PGSTRATA_CACHE:-/var/cache/pgstrata}" "$@"
 }
 
 # free_port: a free TCP port on the loopback interface, as the kernel hands one out.
@@ -105,8 +109,8 @@ server_cpu_ticks()
 	} | awk '{s += $1} END {print s}'
 }
 
-# rig_make GROUP MEM_MB READ_MBPS: the I/O-bound rig of the team's
-# io-bound-rig.md (as root): control groups memory/GROUP and blkio/GROUP
+# rig_make GROUP MEM_MB READ_MBPS: the I/O-bound rig of the benchmarks
+# (as root; doc/building-and-testing.md): control groups memory/GROUP and blkio/GROUP
 # (cgroup v1) limiting memory, page cache included, to MEM_MB MiB and reads
 # from the root file system's device to READ_MBPS MiB/s, joinable by the
 # test user.  Sets RIG_DEV (the device) and RIG_DESC (a line for results).

@@ -3,20 +3,48 @@
 # run-demo.sh: start a throwaway cluster under build/demo on a free local
 # port, show what pgstrata does on real data (demo.sql), stop the cluster.
 #
-# Called by `make demo` after the build.
+# Called by `make demo` after the build.  The transcript goes to stdout
+# and, when the demo succeeds, to doc/demo.md, with the repository's path
+# left out so that the paths there are relative to the repository.
 
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$TOP/build/install/bin
 DEMO=$TOP/build/demo
+TRANSCRIPT=$TOP/doc/demo.md
 . "$TOP/test/lib.sh"
 
-# PostgreSQL refuses to run as root: run the demo as the test user instead.
-if [ "$(id -u)" = 0 ]; then
-	rm -rf "$DEMO"
-	as_test_user "$DEMO" "$0"
-	exit
+# The outer run: run the demo itself (below, PGSTRATA_DEMO_RUN=1), show its
+# output, and keep it in doc/demo.md.  PostgreSQL refuses to run as root,
+# so as root the demo runs as the test user, and only this process, still
+# root, writes into the checkout.
+if [ -z "${PGSTRATA_DEMO_RUN:-}" ]; then
+	out=$(mktemp)
+	trap 'rm -f "$out"' EXIT
+	rc=0
+	if [ "$(id -u)" = 0 ]; then
+		rm -rf "$DEMO"
+		as_test_user "$DEMO" env PGSTRATA_DEMO_RUN=1 "$0" | tee "$out" || rc=$?
+	else
+		PGSTRATA_DEMO_RUN=1 "$0" | tee "$out" || rc=$?
+	fi
+	[ "$rc" -eq 0 ] || exit "$rc"
+	# Paths relative to the repository; a path in a column of a psql table
+	# keeps its width, so that the table stays aligned.
+	{
+		echo '# What `make demo` shows'
+		echo
+		echo "Output of \`make demo\` (test/demo/run-demo.sh) on $(date -u '+%Y-%m-%d at %H:%M UTC'),"
+		echo "without the build step's lines. \`make demo\` writes this file again."
+		echo
+		echo '```'
+		TOP="$TOP" perl -pe 'BEGIN { $t = "$ENV{TOP}/"; $n = length $t }
+			s{\Q$t\E(\S*?)(?= +\|(?: |$))}{$1 . (" " x $n)}ge;
+			s{\Q$t\E}{}g' "$out"
+		echo '```'
+	} >"$TRANSCRIPT"
+	exit 0
 fi
 
 port=$(free_port)

@@ -1,5 +1,5 @@
 --
--- zstd as a TOAST compression method (issue 7): the method wherever pglz and
+-- zstd as a TOAST compression method: the method wherever pglz and
 -- lz4 can be named, round trips of many kinds and sizes of values, slices,
 -- tables mixing methods, recompression as stock does it, the level GUC and
 -- the errors.  Sizes are compared, never printed, so that the output does

@@ -6,7 +6,7 @@
 # UndefinedBehaviorSanitizer and a plain main() (test/fuzz/replay_main.c),
 # so that every input the fuzzer kept is checked on each `make check`
 # without clang: no crash, no sanitizer report, no broken property.
-# `make fuzz` runs the real fuzzer (see README.md, Testing).
+# `make fuzz` runs the real fuzzer (see doc/building-and-testing.md, Fuzzing).
 
 use strict;
 use warnings FATAL => 'all';

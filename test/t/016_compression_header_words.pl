@@ -250,6 +250,18 @@ like($e, qr/HINT:  .*another development build of pgstrata/,
 	'with a hint saying where it came from');
 server_alive('a segment of format version 1');
 
+# Each refused open closes its file: a session that keeps retrying holds
+# no descriptor of the segment (pcs_getseg() once leaked one per try).
+{
+	my $session = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $session->query_safe('SELECT pg_backend_pid()');
+	$session->query('SELECT count(*) FROM c') for 1 .. 30;
+	my $open = grep { (readlink($_) // '') eq $path } glob("/proc/$pid/fd/*");
+	is($open, 0,
+		'30 refused reads leave no descriptor of the segment open in the session');
+	$session->quit;
+}
+
 $node->stop;
 PgStrata::PcsFile::write_bytes($path, 0, $head);
 $node->start;

@@ -1,7 +1,7 @@
 
 # Copyright (c) 2026, pgstrata developers
 
-# zstd TOAST compression (issue 7) beyond one server: pg_dump/pg_restore keep
+# zstd TOAST compression beyond one server: pg_dump/pg_restore keep
 # COMPRESSION zstd and --no-toast-compression drops it; logical replication
 # carries a table with a zstd column to a subscriber unchanged; a streaming
 # standby and crash recovery replay zstd values; amcheck's verify_heapam()

@@ -41,6 +41,7 @@ checkpoint_timeout = 1h
 max_wal_size = 1GB
 wal_keep_size = 2GB
 log_statement = none
+restart_after_crash = on
 ));
 $node->start;
 
@@ -48,6 +49,7 @@ $node->safe_psql('postgres', q(
 CREATE EXTENSION pgstrata;
 CREATE EXTENSION amcheck;
 CREATE EXTENSION pg_prewarm;
+CREATE EXTENSION injection_points;
 CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLESPACE ts2 LOCATION '';
 ));
@@ -57,25 +59,71 @@ my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($node, 'base', has_streaming => 1);
 $standby->start;
 
-# The settings, their defaults in blocks, and their ranges.
+# The settings, their defaults in blocks, their contexts and their ranges.
+# They are storage policy: superusers (and roles granted SET on them) may
+# override three per session, for a bulk load or an index build; the size
+# threshold is server-wide.
 my %default = (
 	polar_bulk_read_size => 16,
 	polar_bulk_extend_size => 512,
 	polar_min_bulk_extend_table_size => 1024,
 	polar_index_create_bulk_extend_size => 512);
+my %context = (
+	polar_bulk_read_size => 'superuser',
+	polar_bulk_extend_size => 'superuser',
+	polar_min_bulk_extend_table_size => 'sighup',
+	polar_index_create_bulk_extend_size => 'superuser');
 
 for my $name (sort keys %default)
 {
 	is($node->safe_psql('postgres',
 			"SELECT setting || ' ' || unit || ' ' || context FROM pg_settings WHERE name = '$name'"),
-		"$default{$name} 8kB user", "$name: default and unit");
+		"$default{$name} 8kB $context{$name}", "$name: default, unit and context");
 }
+
+my ($ret, $out, $err);
+
+# A role with only INSERT on another role's table could once grow it by
+# any window it chose; now it can set none of them.
+$node->safe_psql('postgres', q(
+CREATE ROLE bulk_nobody LOGIN;
+CREATE TABLE bulk_victim (id int);
+INSERT INTO bulk_victim VALUES (0);
+GRANT INSERT ON bulk_victim TO bulk_nobody;
+));
+for my $name (sort keys %default)
+{
+	($ret, $out, $err) = $node->psql('postgres',
+		"SET $name = 0; SET polar_bulk_extend_size = '256MB'; INSERT INTO bulk_victim SELECT generate_series(1, 5)",
+		extra_params => [ '-U', 'bulk_nobody' ]);
+	my $why = $context{$name} eq 'sighup'
+	  ? qr/parameter "$name" cannot be changed now/
+	  : qr/permission denied to set parameter "$name"/;
+	like($err, $why, "$name: a role without privileges cannot SET it");
+}
+is($node->safe_psql('postgres',
+		"SELECT pg_relation_size('bulk_victim') / current_setting('block_size')::int"),
+	'1', 'and the table it may insert into stayed one page');
+
+# A superuser can delegate a per-session override with GRANT SET.
+$node->safe_psql('postgres',
+	'GRANT SET ON PARAMETER polar_bulk_extend_size TO bulk_nobody');
+($ret, $out, $err) = $node->psql('postgres',
+	"SET polar_bulk_extend_size = '1MB'; SHOW polar_bulk_extend_size",
+	extra_params => [ '-U', 'bulk_nobody' ]);
+is($out, '1MB', 'GRANT SET ON PARAMETER lets a role override it per session')
+  or diag $err;
+$node->safe_psql('postgres', q(
+REVOKE SET ON PARAMETER polar_bulk_extend_size FROM bulk_nobody;
+DROP TABLE bulk_victim;
+DROP ROLE bulk_nobody;
+));
 is($node->safe_psql('postgres', 'SHOW polar_bulk_read_size'),
 	'128kB', 'polar_bulk_read_size shows 128kB');
 is($node->safe_psql('postgres', 'SHOW polar_bulk_extend_size'),
 	'4MB', 'polar_bulk_extend_size shows 4MB');
 
-my ($ret, $out, $err) = $node->psql('postgres',
+($ret, $out, $err) = $node->psql('postgres',
 	"ALTER SYSTEM SET polar_bulk_read_size = '512kB'");
 like($err, qr/64 8kB is outside the valid range for parameter "polar_bulk_read_size" \(0 8kB \.\. 32 8kB\)/,
 	'polar_bulk_read_size above 256kB is refused with the range');
@@ -241,6 +289,12 @@ for my $ts ('pg_default', 'cts')
 		"$ts: polar_min_bulk_extend_table_size = 0: by the window");
 	set_guc('polar_min_bulk_extend_table_size', 'DEFAULT');
 
+	# --- io_combine_limit, upstream's setting, bounds every read ---
+	$node->restart;
+	$d = delta("SET io_combine_limit = 1; SELECT count(*) FROM $big");
+	is($d->{bulk_reads}, 0,
+		"$ts: io_combine_limit = 1: the seq scan reads block by block at the default polar_bulk_read_size");
+
 	# --- read-ahead: sequential scan, VACUUM, SET TABLESPACE ---
 	my $content = $node->safe_psql('postgres',
 		"SELECT count(*), sum(hashtext(v)) FROM $big");
@@ -250,17 +304,12 @@ for my $ts ('pg_default', 'cts')
 		my $label = "$ts: polar_bulk_read_size = $size";
 
 		# a restart empties shared buffers, so that the blocks are read
+		# A sequential scan is upstream's own read stream: at 0 it combines
+		# reads up to io_combine_limit, as stock 17 does.
 		$node->restart;
 		$d = delta("SELECT count(*) FROM $big");
-		if ($size eq '0')
-		{
-			is($d->{bulk_reads}, 0, "$label: seq scan reads block by block");
-		}
-		else
-		{
-			ok($d->{bulk_reads} > 0 && $d->{bulk_read_blocks} > $d->{bulk_reads},
-				"$label: seq scan reads in bulk ($d->{bulk_reads} reads, $d->{bulk_read_blocks} blocks)");
-		}
+		ok($d->{bulk_reads} > 0 && $d->{bulk_read_blocks} > $d->{bulk_reads},
+			"$label: seq scan reads in bulk ($d->{bulk_reads} reads, $d->{bulk_read_blocks} blocks)");
 
 		$node->restart;
 		$d = delta("VACUUM (DISABLE_PAGE_SKIPPING) $big");
@@ -422,8 +471,54 @@ INSERT INTO $big VALUES ($base + :client_id * 1000 + random(1, 999), repeat(md5(
 	$node->start;
 	ok(pages($crash) >= $extended,
 		"$ts: after the crash the zero pages are still there");
-	$node->safe_psql('postgres', insert_sql($crash, 2000));
-	pass("$ts: inserts go on after the crash");
+	# The FSM pages that knew the window were lost with the crash: the
+	# inserts must find the window at the end of the table, not add one.
+	my $from_crash = $next_id;
+	$d = delta(insert_sql($crash, 2000));
+	is($d->{heap_pre_extensions}, 0,
+		"$ts: after the crash inserts do not pre-extend again");
+	is(pages($crash), $extended,
+		"$ts: after the crash inserts fill the window the crash left");
+	ok($node->safe_psql('postgres',
+			"SELECT min((ctid::text::point)[0]) FROM $crash WHERE id >= $from_crash")
+		  >= $nonempty - 1,
+		"$ts: after the crash the rows are on the window's pages");
+
+	# A crash of the extending backend between the zero-extension and the
+	# FSM update (injection point bulk-io-window-before-fsm): the window
+	# was never in the FSM at all.
+	my $crash2 = "crash2_$ts";
+	make_big($crash2, $ts);
+	my $nonempty2 = pages($crash2);
+	$node->safe_psql('postgres',
+		"SELECT injection_points_attach('bulk-io-window-before-fsm', 'wait')");
+	my ($o, $e) = ('', '');
+	my $bg = IPC::Run::start(
+		[ 'psql', '-X', '-d', $node->connstr('postgres'), '-c',
+			insert_sql($crash2, 2000) ],
+		'>', \$o, '2>', \$e);
+	$node->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'bulk-io-window-before-fsm'")
+	  or die 'no backend reached bulk-io-window-before-fsm';
+	my $pid = $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE wait_event = 'bulk-io-window-before-fsm'");
+	my $logpos = -s $node->logfile;
+	kill 'KILL', $pid;
+	$bg->finish;
+	$node->wait_for_log(qr/database system is ready to accept connections/, $logpos);
+	my $window2 = pages($crash2);
+	ok($window2 >= $nonempty2 + 400,
+		"$ts: killed between zero-extension and FSM update, the window is on disk ($window2 pages)");
+	$from_crash = $next_id;
+	$d = delta(insert_sql($crash2, 2000));
+	is($d->{heap_pre_extensions}, 0,
+		"$ts: the window the FSM never knew is used, not extended again");
+	is(pages($crash2), $window2, "$ts: the table did not grow");
+	ok($node->safe_psql('postgres',
+			"SELECT min((ctid::text::point)[0]) FROM $crash2 WHERE id >= $from_crash")
+		  >= $nonempty2 - 1,
+		"$ts: the rows are on the window's pages");
+	amcheck_clean($node, $crash2, "${crash2}_id", "$ts: after the crash at the injection point");
 	$node->safe_psql('postgres', "VACUUM $crash");
 	my $before = pages($crash);
 	my $from = $next_id;
@@ -439,7 +534,7 @@ INSERT INTO $big VALUES ($base + :client_id * 1000 + random(1, 999), repeat(md5(
 
 # The standby replays all of it.
 $node->wait_for_catchup($standby);
-for my $rel (map { ("big_$_", "crash_$_", "small_$_", "trunc_$_", "bt_$_", "p3_$_") }
+for my $rel (map { ("big_$_", "crash_$_", "crash2_$_", "small_$_", "trunc_$_", "bt_$_", "p3_$_") }
 	('pg_default', 'cts'))
 {
 	is($standby->safe_psql('postgres',

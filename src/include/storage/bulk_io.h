@@ -71,7 +71,7 @@ typedef struct BulkIoBlockRange
 extern BlockNumber bulk_io_block_range_next(struct ReadStream *stream,
 											void *callback_private_data,
 											void *per_buffer_data);
-extern int	bulk_io_read_combine_limit(void);
+extern int	bulk_io_read_combine_limit(bool bulk_io_path);
 extern void bulk_io_count_read(int nblocks);
 extern bool bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst,
 								 ForkNumber forknum, char relpersistence,
@@ -85,6 +85,8 @@ extern BlockNumber bulk_io_heap_pre_extend(Relation rel,
 										   uint32 extended_by);
 extern void bulk_io_heap_record_free(Relation rel, BlockNumber from,
 									 BlockNumber to);
+extern bool bulk_io_heap_reclaim_window(Relation rel,
+										BufferAccessStrategy strategy);
 extern BlockNumber bulk_io_heap_truncate_floor(Relation rel,
 											   BlockNumber nonempty_pages,
 											   BlockNumber rel_pages);

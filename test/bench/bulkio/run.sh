@@ -3,7 +3,7 @@
 # run.sh: the polar_bulk_* settings at 0 against their defaults, side by
 # side in one run.
 #
-#   test/bench/bulkio/run.sh [RESULTS.md]
+#   test/bench/bulkio/run.sh [OUTPUT.md]
 #
 # One throwaway cluster (build/bench/bulkio) with a table of ROWS rows
 # (about 150 bytes each).  Each scenario runs ROUNDS times with its setting
@@ -43,7 +43,7 @@
 #
 # The restarts empty shared buffers but not the kernel's page cache: reads
 # are system calls served from memory unless the server runs in the
-# I/O-bound rig (see the team's io-bound-rig.md): as root, RIG_MEMORY_MB
+# I/O-bound rig: as root, RIG_MEMORY_MB
 # and RIG_READ_MBPS (default 100) make one with test/lib.sh's rig_make, or
 # PGSTRATA_RIG="memory/pgrig blkio/pgrig" starts the server inside groups
 # made beforehand.  The results say which.

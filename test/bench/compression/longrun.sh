@@ -3,7 +3,7 @@
 # longrun.sh: how a compressed tablespace's size behaves under a long
 # update-heavy load, and what reclaiming garbage brings back.
 #
-#   test/bench/compression/longrun.sh [RESULTS.md]
+#   test/bench/compression/longrun.sh [OUTPUT.md]
 #
 # One throwaway cluster (build/bench/longrun): pgbench tables and indexes of
 # scale SCALE in a tablespace WITH (compression = 'zstd'), then pgbench's

@@ -3,7 +3,7 @@
 # ratio.sh: compressed tablespaces against plain storage and against the
 # per-page zstd ideal, and the cost of loading into them.
 #
-#   test/bench/compression/ratio.sh [RESULTS.md]
+#   test/bench/compression/ratio.sh [OUTPUT.md]
 #
 # One throwaway cluster (build/bench/ratio), two databases: "plain" in
 # pg_default and "compressed" created in a tablespace WITH (compression =
@@ -19,7 +19,7 @@
 #
 # Needs sysbench (installed with apt-get when run as root).  Runs the server
 # as the test user when started by root.  Writes the results as markdown to
-# RESULTS.md (default: stdout).
+# OUTPUT.md (default: stdout).
 
 set -euo pipefail
 

@@ -7,7 +7,7 @@
 # the server runs as the test user inside them.  The groups are removed at
 # the end.
 #
-#   test/bench/compression/speed-io-bound.sh [RESULTS.md]
+#   test/bench/compression/speed-io-bound.sh [OUTPUT.md]
 #
 # Environment: RIG_MEMORY_MB (256), RIG_READ_MBPS (50), and speed.sh's.
 

@@ -3,7 +3,7 @@
 # speed.sh: sysbench throughput on a compressed tablespace against plain
 # storage, side by side in one run.
 #
-#   test/bench/compression/speed.sh [RESULTS.md]
+#   test/bench/compression/speed.sh [OUTPUT.md]
 #
 # One throwaway cluster (build/bench/speed) with two databases holding the
 # same sysbench data (TABLES x TABLE_SIZE rows): "plain" in pg_default and
@@ -29,7 +29,7 @@
 #                   cache and are decompressed
 #   io_bound        shared_buffers 64 MB in a small-memory, slow-disk rig of
 #                   control groups; run through speed-io-bound.sh, which
-#                   makes the rig (the team's io-bound-rig.md recipe)
+#                   makes the rig (rig_make in test/lib.sh)
 #
 # Environment: ROUNDS (3), SECONDS_PER_RUN (30), THREADS (2), TABLES (4),
 # TABLE_SIZE (250000), SCENARIOS ("shared_buffers page_cache"), CONTROL (0),

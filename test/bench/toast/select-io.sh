@@ -3,7 +3,7 @@
 # select-io.sh: full-detoast SELECT of TOAST values compressed with pglz, lz4
 # and zstd, and stored uncompressed, when the data is not in memory.  The
 # server runs on a small-memory machine with a slow disk, emulated with
-# control groups (v1; /work/shared/bench/io-bound-rig.md): the server and its
+# control groups (v1; rig_make in test/lib.sh): the server and its
 # page cache get RIG_MEMORY_MB of memory, and its reads from the root file
 # system's device are throttled to RIG_READ_MBPS.  The tables are several
 # times larger than that memory, so every scan reads them from the device,

@@ -4,7 +4,7 @@
 # their table lives in a compressed tablespace, against a plain one, side by
 # side in one run.
 #
-#   test/bench/toast/tablespace.sh [RESULTS.md]
+#   test/bench/toast/tablespace.sh [OUTPUT.md]
 #
 # A staging table in pg_default holds PostgreSQL's documentation sources,
 # COPIES times over (each copy a distinct value), as zstd TOAST values.  For

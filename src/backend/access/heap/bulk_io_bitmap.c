@@ -154,7 +154,7 @@ get_state(TableScanDesc scan)
 		return NULL;
 	if (hscan->rs_bulk_bitmap != NULL)
 		return hscan->rs_bulk_bitmap;
-	if (bulk_io_read_combine_limit() <= 1)
+	if (bulk_io_read_combine_limit(true) <= 1)
 		return NULL;
 
 	state = MemoryContextAllocZero(GetMemoryChunkContext(hscan),
@@ -261,7 +261,7 @@ bulk_io_bitmap_read(HeapScanDesc hscan, TBMIterateResult *tbmres)
 		return buffer;
 	}
 
-	limit = Min(bulk_io_read_combine_limit(), BULK_IO_BITMAP_QUEUE);
+	limit = Min(bulk_io_read_combine_limit(true), BULK_IO_BITMAP_QUEUE);
 	if (state == NULL || tbmres != state->current || limit <= 1 ||
 		block >= hscan->rs_nblocks)
 		return ReleaseAndReadBuffer(hscan->rs_cbuf, rel, block);

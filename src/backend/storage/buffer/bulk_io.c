@@ -8,7 +8,9 @@
  * This file adds:
  *
  * - polar_bulk_read_size: the combine size of every read stream, so that
- *   one setting governs read-ahead (0 reads one block at a time), and the
+ *   one setting governs read-ahead (0 leaves 17's behaviour: upstream's
+ *   streams combine up to io_combine_limit, the paths below read one
+ *   block at a time), and the
  *   copy of ALTER TABLE ... SET TABLESPACE (RelationCopyStorage) through a
  *   read stream into shared buffers instead of one smgrread per block, or
  *   for temporary relations with vectored reads into the bulk writer's
@@ -52,6 +54,7 @@
 #include "storage/freespace.h"
 #include "storage/read_stream.h"
 #include "storage/shmem.h"
+#include "utils/injection_point.h"
 #include "utils/rel.h"
 
 /* The settings, in blocks */
@@ -124,17 +127,24 @@ bulk_io_reset_counters(void)
 }
 
 /*
- * The number of blocks a read stream may combine into one read.
+ * The number of blocks a read may combine.
  *
  * polar_bulk_read_size sets it; io_combine_limit, upstream's own setting,
  * stays an upper bound (both default to 128 kB), so that neither setting can
  * make a stream build reads larger than the other allows.
+ *
+ * 0 turns this feature off and leaves PostgreSQL's own behaviour on, as
+ * PolarDB's setting does: the read paths this project added (bulk_io_path:
+ * VACUUM's heap passes, B-tree vacuum, the storage copy, bitmap heap scans)
+ * read one block at a time, as they do in 17, and upstream's read streams
+ * (sequential scans, ANALYZE, pg_prewarm) combine up to io_combine_limit,
+ * as they do in 17.
  */
 int
-bulk_io_read_combine_limit(void)
+bulk_io_read_combine_limit(bool bulk_io_path)
 {
 	if (polar_bulk_read_size <= 0)
-		return 1;
+		return bulk_io_path ? 1 : io_combine_limit;
 	return Min(polar_bulk_read_size, io_combine_limit);
 }
 
@@ -178,7 +188,7 @@ bulk_io_copy_storage_direct(SMgrRelation src, SMgrRelation dst,
 	BulkWriteState *bulkstate;
 	BlockNumber nblocks;
 	BlockNumber blkno = 0;
-	int			limit = bulk_io_read_combine_limit();
+	int			limit = bulk_io_read_combine_limit(true);
 
 	bulkstate = smgr_bulk_start_smgr(dst, forknum, use_wal);
 	nblocks = smgrnblocks(src, forknum);
@@ -258,7 +268,8 @@ bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst, ForkNumber forknum,
 	range.end = smgrnblocks(src, forknum);
 
 	stream = read_stream_begin_smgr_relation(READ_STREAM_FULL |
-											 READ_STREAM_MAINTENANCE,
+											 READ_STREAM_MAINTENANCE |
+											 READ_STREAM_BULK_IO,
 											 strategy, src, relpersistence,
 											 forknum, bulk_io_block_range_next,
 											 &range, 0);
@@ -367,11 +378,77 @@ bulk_io_heap_pre_extend(Relation rel, BufferAccessStrategy strategy,
 	return next_block + nblocks;
 }
 
+/*
+ * Before a heap relation is extended because its FSM knows no page with room:
+ * if the relation ends in never-used pages, enter them into the FSM and
+ * return true, so that the caller looks there instead of extending.
+ *
+ * The FSM is not WAL-logged, so a crash between a pre-extension and the
+ * checkpoint that would write its FSM pages leaves the window on disk and
+ * unknown to the FSM; without this, the next insert would pre-extend again
+ * and the old window would stay empty in the middle of the file until a
+ * VACUUM.  Such a window is at the end of the relation, since nothing
+ * extends past it without filling it first, except that an insert that
+ * finds no FSM entry tries the last page first (RelationGetBufferForTuple),
+ * so the last page may be in use above a run of unused ones.  So the run
+ * looked for is the never-used pages ending at the last page or the one
+ * before it.  In the common case the last two pages hold tuples and only
+ * they are read; after a crash, at most one window of pages is read, once.
+ * No lock is needed: a page that another backend is about to initialise is
+ * merely entered into the FSM once more, which the FSM's users correct as
+ * they do any stale entry.
+ */
+bool
+bulk_io_heap_reclaim_window(Relation rel, BufferAccessStrategy strategy)
+{
+	BlockNumber nblocks;
+	BlockNumber limit;
+	BlockNumber low = InvalidBlockNumber;
+	BlockNumber high = InvalidBlockNumber;
+
+	if (!bulk_io_heap_wants_pre_extension(rel))
+		return false;
+	nblocks = RelationGetNumberOfBlocks(rel);
+	limit = Min(nblocks, (BlockNumber) polar_bulk_extend_size + 1);
+
+	for (BlockNumber blkno = nblocks; blkno-- > nblocks - limit;)
+	{
+		Buffer		buf;
+		bool		unused;
+
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
+								 strategy);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		unused = PageIsNew(BufferGetPage(buf));
+		UnlockReleaseBuffer(buf);
+		if (unused)
+		{
+			if (high == InvalidBlockNumber)
+				high = blkno;
+			low = blkno;
+		}
+		else if (high != InvalidBlockNumber || blkno + 1 < nblocks)
+			break;				/* below the run, or two used pages at the end */
+	}
+	if (high == InvalidBlockNumber)
+		return false;
+
+	Assert(low <= high && high >= nblocks - 2);
+	bulk_io_heap_record_free(rel, low, high + 1);
+	return true;
+}
+
 /* Enter the zero pages [from, to) of a heap relation into its FSM */
 void
 bulk_io_heap_record_free(Relation rel, BlockNumber from, BlockNumber to)
 {
 	Size		freespace = BLCKSZ - SizeOfPageHeaderData;
+
+	/*
+	 * The window exists on disk, the FSM does not know it yet: a crash here
+	 * orphans it, which bulk_io_heap_reclaim_window() must undo.
+	 */
+	INJECTION_POINT("bulk-io-window-before-fsm");
 
 	for (BlockNumber blkno = from; blkno < to; blkno++)
 		RecordPageWithFreeSpace(rel, blkno, freespace);

@@ -380,34 +380,62 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 				 errmsg("could not open file \"%s\": %m", path)));
 	}
 
+	/*
+	 * From here on, every error closes the file first: the VFD belongs to no
+	 * resource owner, and a session that retries would leak one per try.
+	 */
 	size = FileSize(vfd);
 	if (size < 0)
+	{
+		int			save_errno = errno;
+
+		FileClose(vfd);
+		errno = save_errno;
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not seek to end of file \"%s\": %m", path)));
+	}
 	if (size == 0 && create)
 	{
 		/* a new segment past the first: same settings as segment 0 */
 		PcsSegment *first = pcs_getseg(reln, forknum, 0, false);
 
 		Assert(segno > 0 && first != NULL);
-		pcs_init_segment_file(vfd, segno, first->header->algorithm,
-							  first->header->level, !SmgrIsTemp(reln));
+		PG_TRY();
+		{
+			pcs_init_segment_file(vfd, segno, first->header->algorithm,
+								  first->header->level, !SmgrIsTemp(reln));
+		}
+		PG_CATCH();
+		{
+			FileClose(vfd);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 		size = PCS_DATA_OFFSET;
 	}
 	if (size < PCS_DATA_OFFSET)
+	{
+		FileClose(vfd);
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("compressed segment file \"%s\" is too short", path),
 				 errdetail("The file has %lld bytes; a compressed segment has at least %lld.",
 						   (long long) size, (long long) PCS_DATA_OFFSET)));
+	}
 
 	mapping = mmap(NULL, PCS_DATA_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED,
 				   FileGetRawDesc(vfd), 0);
 	if (mapping == MAP_FAILED)
+	{
+		int			save_errno = errno;
+
+		FileClose(vfd);
+		errno = save_errno;
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not map file \"%s\": %m", path)));
+	}
 
 	problem = pcs_header_check((PcsHeader *) mapping);
 	if (problem != NULL)
@@ -415,6 +443,7 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 		uint32		version = pcs_header_other_version((PcsHeader *) mapping);
 
 		munmap(mapping, PCS_DATA_OFFSET);
+		FileClose(vfd);
 		if (version != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -727,12 +756,38 @@ pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
 	}
 }
 
-/* Clear the entries of blocks [from, to) of a segment: they read as zeros */
+/*
+ * Clear the entries of blocks [from, to) of a segment: they read as zeros.
+ *
+ * Only entries that are not empty already are written.  The map is sparse:
+ * storing zeros into a map page that is a hole would make the file system
+ * allocate it for nothing (and, on a full file system, raise SIGBUS), and
+ * zero-extension clears every entry it covers.  Reading a hole costs no
+ * disk space.
+ */
 static void
 pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
 {
-	if (to > from)
-		memset(&seg->map[from], 0, (to - from) * sizeof(PcsMapEntry));
+	for (BlockNumber b = from; b < to; b++)
+	{
+		if (!pcs_entry_is_empty(&seg->map[b]))
+			memset(&seg->map[b], 0, sizeof(PcsMapEntry));
+	}
+}
+
+/*
+ * Fill buffer with a page that PageIsVerifiedExtended() rejects whether data
+ * checksums are on or not: not new (pd_upper is not 0), and with flag bits
+ * no page has.
+ */
+static void
+pcs_invalid_page(char *buffer)
+{
+	PageHeader	page PG_USED_FOR_ASSERTS_ONLY = (PageHeader) buffer;
+
+	memset(buffer, 0xFF, BLCKSZ);
+	Assert(!PageIsNew((Page) buffer));
+	Assert((page->pd_flags & ~PD_VALID_FLAG_BITS) != 0);
 }
 
 /* Read one block of a compressed fork into buffer */
@@ -801,6 +856,26 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	}
 	if (problem == NULL)
 		return;
+
+	/*
+	 * The free space map and the visibility map are hints, read with
+	 * RBM_ZERO_ON_ERROR: the buffer manager zeroes a page of theirs that
+	 * fails verification, and redo depends on that, because their pages are
+	 * changed without full-page images (an FSM page torn by an OS crash is
+	 * normal).  So a damaged image of theirs is handed up as a page that
+	 * fails verification, and the buffer manager zeroes it with its own
+	 * WARNING, as it would on md; this one says what was wrong.
+	 */
+	if (forknum == FSM_FORKNUM || forknum == VISIBILITYMAP_FORKNUM)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid compressed page in block %u of relation %s",
+						blkno, relpath(reln->smgr_rlocator, forknum)),
+				 errdetail("%s.", problem)));
+		pcs_invalid_page(buffer);
+		return;
+	}
 
 	if (zero_damaged_pages)
 	{

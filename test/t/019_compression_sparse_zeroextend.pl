@@ -1,0 +1,55 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# Zero-extension of a compressed fork leaves its map sparse.  A block
+# without storage has an empty map entry, and the map's 4 kB pages that hold
+# only empty entries are holes in the file; zero-extension (a heap
+# pre-extension, a B-tree build's window) must not store zeros into them,
+# which would make the file system allocate them for nothing, and on a
+# full file system raise SIGBUS through the shared mapping.  A 1 GB
+# pre-extension window covers 512 map pages (2 MB): the file must not grow
+# by them.
+
+use strict;
+use warnings FATAL => 'all';
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('sparse');
+$node->init;
+$node->append_conf('postgresql.conf', q(
+wal_log_hints = on
+allow_in_place_tablespaces = on
+autovacuum = off
+polar_min_bulk_extend_table_size = 0
+));
+$node->start;
+$node->safe_psql('postgres', q(
+CREATE EXTENSION pgstrata;
+CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
+CREATE TABLE t (id int, v text) TABLESPACE cts;
+SET polar_bulk_extend_size = 0;
+INSERT INTO t VALUES (1, 'one');
+CHECKPOINT;
+));
+my $before = $node->safe_psql('postgres', "SELECT pg_relation_size('t')");
+
+# The next extension pre-extends by a window of 1 GB, all of segment 0.
+$node->safe_psql('postgres', q(
+SET polar_bulk_extend_size = '1GB';
+INSERT INTO t SELECT g, repeat('x', 2000) FROM generate_series(2, 20) g;
+CHECKPOINT;
+));
+my $after = $node->safe_psql('postgres', "SELECT pg_relation_size('t')");
+cmp_ok(
+	$node->safe_psql('postgres',
+		"SELECT logical_pages FROM pgstrata_relation_compression('t') WHERE fork = 'main'"),
+	'>=', 100000,
+	'the window was made: the fork has over 100,000 logical pages');
+cmp_ok($after - $before, '<', 256 * 1024,
+	"the file grew by less than 256 kB for a window whose map is 2 MB ($before -> $after bytes)");
+
+$node->safe_psql('postgres', 'DROP TABLE t');
+done_testing();
