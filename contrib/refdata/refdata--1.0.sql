@@ -21,13 +21,5 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT PARALLEL RESTRICTED;
 
-CREATE FUNCTION refdata_verify(IN rel regclass,
-    OUT blkno bigint,
-    OUT offnum integer,
-    OUT msg text)
-RETURNS SETOF record
-AS 'MODULE_PATHNAME'
-LANGUAGE C STRICT PARALLEL RESTRICTED;
-
--- Like amcheck's verify_heapam, for superusers and whom they grant it to.
-REVOKE ALL ON FUNCTION refdata_verify(regclass) FROM PUBLIC;
+-- To check a refdata table, use amcheck's verify_heapam() or pg_amcheck:
+-- refdata stores heap pages, which pgstrata's amcheck accepts.

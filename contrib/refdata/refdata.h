@@ -30,5 +30,6 @@ extern TM_Result refdata_tuple_lock(Relation rel, ItemPointer tid,
 									LockWaitPolicy wait_policy, uint8 flags,
 									TM_FailureData *tmfd);
 extern void refdata_install_hooks(void);
+extern void refdata_forget_trees(void);
 
 #endif							/* REFDATA_H */

@@ -141,14 +141,17 @@ refdata_relation_toast_am(Relation rel)
 static Relation refdata_swapped_rel = NULL;
 
 /*
- * Relcache invalidation callback: if the swapped entry was rebuilt (a GRANT
- * on the table during CREATE INDEX is enough), its rd_tableam is refdata's
- * again; put heap's back, or heap_getnext() would fail mid-scan.  Rebuilds
- * keep the entry at the same address, so the pointer stays valid.
+ * Relcache invalidation callback.  Any invalidation may change which
+ * partitioned trees hold refdata tables, so forget them.  And if the swapped
+ * entry was rebuilt (a GRANT on the table during CREATE INDEX is enough),
+ * its rd_tableam is refdata's again; put heap's back, or heap_getnext()
+ * would fail mid-scan.  Rebuilds keep the entry at the same address, so the
+ * pointer stays valid.
  */
 static void
 refdata_relcache_callback(Datum arg, Oid relid)
 {
+	refdata_forget_trees();
 	if (refdata_swapped_rel != NULL &&
 		(!OidIsValid(relid) || relid == RelationGetRelid(refdata_swapped_rel)))
 		refdata_swapped_rel->rd_tableam = refdata_heap;

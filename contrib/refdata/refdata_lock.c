@@ -36,22 +36,44 @@
 #include "access/parallel.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_inherits.h"
+#include "commands/defrem.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "nodes/plannodes.h"
+#include "parser/analyze.h"
 #include "parser/parsetree.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "refdata.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+static post_parse_analyze_hook_type prev_post_parse_analyze = NULL;
+
+/*
+ * What the post-parse-analysis hook does with a refdata write target: lock
+ * it and record ExclusiveLock in its range table entry (a statement about
+ * to run), only record the mode (PREPARE: the lock comes when the prepared
+ * statement runs, from the plan cache), or nothing (EXPLAIN without
+ * ANALYZE, which runs nothing).
+ */
+typedef enum RefdataParseAction
+{
+	REFDATA_PARSE_LOCK,
+	REFDATA_PARSE_MARK,
+	REFDATA_PARSE_IGNORE,
+} RefdataParseAction;
+
+static RefdataParseAction refdata_parse_action = REFDATA_PARSE_LOCK;
 
 /* Take the table-level write lock of a refdata table, if not yet held. */
 void
@@ -235,40 +257,195 @@ refdata_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
 }
 
 /*
- * Take ExclusiveLock on relid ahead of the first row, if it is a refdata
- * table the current user may write.  Without the privilege the statement
- * fails its permission check later; taking a lock that blocks every
- * foreign-key checker first would let any user stall the table.  (Column
- * privileges alone also skip this; the lock then comes with the first row.)
+ * Partitioned trees.  Writers of a partitioned tree that holds refdata
+ * tables serialize on one lock: ExclusiveLock on the partitioned table the
+ * statement names (the root of what it writes), taken before any partition
+ * is locked.  The alternatives deadlock where heap does not:
+ *
+ * - Locking each leaf when tuple routing opens it (RowExclusiveLock, then
+ *   ExclusiveLock at the first row) is a lock upgrade: two writers that
+ *   both opened the leaf (a BEFORE ROW trigger is enough of a window) wait
+ *   for each other.
+ * - Taking ExclusiveLock on the leaves one by one, even at once, still
+ *   deadlocks two INSERT ... SELECT routed to the leaves in different
+ *   orders, and a writer that holds one leaf against a foreign-key checker
+ *   that holds RowShareLock on another and goes on to check a row there.
+ *
+ * Every foreign-key check against a partitioned table holds RowShareLock
+ * on the partitioned table itself (the check names it, not a partition), so
+ * ExclusiveLock there waits for open checkers of any partition and keeps new
+ * ones out, and the leaves are locked by a writer that already owns the
+ * tree.  The leaves still get ExclusiveLock when a row is written to them
+ * (refdata_lock_for_write): that, not the tree lock, is what makes skipping
+ * row locks safe, since a foreign key may also reference a partition
+ * directly.
+ *
+ * The cost is that writers of different partitions serialize too, and a
+ * writer waits for checkers of every partition: the tree behaves as one
+ * refdata table.  Writers that name different levels of one tree (the
+ * root, a sub-partitioned table, a leaf) serialize on the leaves only.
+ *
+ * The tree lock is taken by this module's hooks, which are installed when
+ * the module is loaded.  Opening a plain refdata table loads it (its
+ * relcache entry calls the access method's handler) while the parser opens
+ * the target, in time; opening a partitioned table does not, so a session
+ * whose first write goes to a partitioned tree loads the module only when
+ * tuple routing opens a leaf, and that statement locks as before.  Hence
+ * the documentation's advice to load the module with
+ * shared_preload_libraries or session_preload_libraries where partitioned
+ * refdata tables are written.
  */
-static void
-refdata_lock_early(Oid relid)
+
+/*
+ * Partitioned tables known to hold (or not) refdata tables, so that writes
+ * to partitioned heap tables do not walk pg_inherits every time.  Emptied
+ * whenever a relcache invalidation arrives (refdata_forget_trees), which is
+ * what ATTACH / DETACH PARTITION and SET ACCESS METHOD send.
+ */
+typedef struct RefdataTreeEntry
 {
-	if (!refdata_is_refdata_relid(relid))
-		return;
-	if (pg_class_aclmask(relid, GetUserId(),
-						 ACL_INSERT | ACL_UPDATE | ACL_DELETE,
-						 ACLMASK_ANY) == 0)
-		return;
-	LockRelationOid(relid, ExclusiveLock);
+	Oid			relid;			/* hash key: a partitioned table */
+	bool		has_refdata;	/* it, or a partition at any level, is refdata */
+} RefdataTreeEntry;
+
+static HTAB *refdata_trees = NULL;
+
+/* Forget what is known about partitioned trees (relcache callback). */
+void
+refdata_forget_trees(void)
+{
+	if (refdata_trees != NULL)
+	{
+		hash_destroy(refdata_trees);
+		refdata_trees = NULL;
+	}
 }
 
-/* Take ExclusiveLock on the range table entry rti if it is refdata. */
+/* Is the partitioned table relid, or any of its partitions, refdata? */
+static bool
+refdata_tree_has_refdata(Oid relid)
+{
+	RefdataTreeEntry *entry;
+
+	if (refdata_is_refdata_relid(relid))
+		return true;
+
+	if (refdata_trees == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(RefdataTreeEntry);
+		refdata_trees = hash_create("refdata partitioned trees", 16, &ctl,
+									HASH_ELEM | HASH_BLOBS);
+	}
+
+	entry = hash_search(refdata_trees, &relid, HASH_FIND, NULL);
+	if (entry == NULL)
+	{
+		List	   *members;
+		ListCell   *lc;
+		bool		has_refdata = false;
+
+		/*
+		 * No lock: a partition attached or detached meanwhile only makes this
+		 * answer stale, and the writer then still takes each leaf's lock when
+		 * it writes a row there, as before the tree lock existed.  The walk
+		 * may process invalidations that empty the table, so the entry is
+		 * made only afterwards.
+		 */
+		members = find_all_inheritors(relid, NoLock, NULL);
+		foreach(lc, members)
+		{
+			if (refdata_is_refdata_relid(lfirst_oid(lc)))
+			{
+				has_refdata = true;
+				break;
+			}
+		}
+		list_free(members);
+
+		if (refdata_trees == NULL)
+			return has_refdata; /* emptied meanwhile: answer uncached */
+		entry = hash_search(refdata_trees, &relid, HASH_ENTER, NULL);
+		entry->has_refdata = has_refdata;
+	}
+	return entry->has_refdata;
+}
+
+/*
+ * Does writing to relid need refdata's write lock up front?  A refdata table
+ * does, and a partitioned table that holds one (see above).
+ */
+static bool
+refdata_write_needs_lock(Oid relid, char relkind)
+{
+	if (relkind == RELKIND_RELATION)
+		return refdata_is_refdata_relid(relid);
+	if (relkind == RELKIND_PARTITIONED_TABLE)
+		return refdata_tree_has_refdata(relid);
+	return false;
+}
+
+/*
+ * May the current user write relid?  Without the privilege the statement
+ * fails its permission check later; taking a lock that blocks every
+ * foreign-key checker first would let any user stall the table.  (Column
+ * privileges alone also answer no; the lock then comes with the first row.)
+ */
+static bool
+refdata_may_write(Oid relid)
+{
+	return pg_class_aclmask(relid, GetUserId(),
+							ACL_INSERT | ACL_UPDATE | ACL_DELETE,
+							ACLMASK_ANY) != 0;
+}
+
+/*
+ * Does relid need ExclusiveLock ahead of the first row?  It does if it is a
+ * refdata table or a partitioned tree holding one, and the current user may
+ * write it.
+ */
+static bool
+refdata_wants_early_lock(Oid relid, char relkind)
+{
+	return refdata_write_needs_lock(relid, relkind) && refdata_may_write(relid);
+}
+
+/*
+ * Take ExclusiveLock on relid ahead of the first row if it wants it (see
+ * above).  Returns whether it did.
+ */
+static bool
+refdata_lock_early(Oid relid, char relkind)
+{
+	if (!refdata_wants_early_lock(relid, relkind))
+		return false;
+	LockRelationOid(relid, ExclusiveLock);
+	return true;
+}
+
+/*
+ * Take ExclusiveLock on the range table entry rti if it needs it.  An entry
+ * that asks for ExclusiveLock or more already has it: the parser, the
+ * planner or the plan cache took it.
+ */
 static void
 refdata_lock_rte(PlannedStmt *stmt, Index rti)
 {
 	RangeTblEntry *rte = rt_fetch(rti, stmt->rtable);
 
-	if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_RELATION)
-		refdata_lock_early(rte->relid);
+	if (rte->rtekind == RTE_RELATION && rte->rellockmode < ExclusiveLock)
+		(void) refdata_lock_early(rte->relid, rte->relkind);
 }
 
 /*
  * Take the write lock of every refdata table a statement modifies or locks
- * FOR (NO KEY) UPDATE, before the first row is touched.  The parser has
- * taken RowExclusiveLock (or RowShareLock) already, so this is a lock
- * upgrade; doing it here rather than at the first row narrows the window in
- * which two writers can each hold the weak lock and wait for the other.
+ * FOR (NO KEY) UPDATE, before the first row is touched.  Normally the
+ * post-parse-analysis hook has taken it already (and the plan cache takes it
+ * from the range table); this covers the targets that hook does not see,
+ * such as the base table of an updatable view.  Partitioned targets come
+ * first: the planner lists a tree's leaves before its root.
  */
 static void
 refdata_lock_plan_targets(PlannedStmt *stmt)
@@ -276,7 +453,19 @@ refdata_lock_plan_targets(PlannedStmt *stmt)
 	ListCell   *lc;
 
 	foreach(lc, stmt->resultRelations)
-		refdata_lock_rte(stmt, lfirst_int(lc));
+	{
+		Index		rti = lfirst_int(lc);
+
+		if (rt_fetch(rti, stmt->rtable)->relkind == RELKIND_PARTITIONED_TABLE)
+			refdata_lock_rte(stmt, rti);
+	}
+	foreach(lc, stmt->resultRelations)
+	{
+		Index		rti = lfirst_int(lc);
+
+		if (rt_fetch(rti, stmt->rtable)->relkind != RELKIND_PARTITIONED_TABLE)
+			refdata_lock_rte(stmt, rti);
+	}
 
 	foreach(lc, stmt->rowMarks)
 	{
@@ -291,6 +480,64 @@ refdata_lock_plan_targets(PlannedStmt *stmt)
 			rc->waitPolicy == LockWaitBlock)
 			refdata_lock_rte(stmt, rc->rti);
 	}
+}
+
+/*
+ * Lock the target of a data-modifying Query and its modifying WITH queries
+ * in ExclusiveLock mode, and record that mode in the range table entry.
+ *
+ * The parser has just taken RowExclusiveLock on the target, and nothing
+ * else of the tree yet: taking ExclusiveLock now is the earliest an
+ * extension can, and it comes before the planner locks any partition (it
+ * locks them in the mode of the parent's entry, so with ExclusiveLock
+ * they are never upgraded either).  With the mode in the entry, the plan
+ * cache takes ExclusiveLock directly when it runs a cached plan again, so
+ * prepared statements never upgrade a lock at all.
+ */
+static void
+refdata_lock_query_target(Query *query)
+{
+	ListCell   *lc;
+
+	foreach(lc, query->cteList)
+	{
+		CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
+
+		if (IsA(cte->ctequery, Query))
+			refdata_lock_query_target((Query *) cte->ctequery);
+	}
+
+	if (query->resultRelation > 0 &&
+		(query->commandType == CMD_INSERT ||
+		 query->commandType == CMD_UPDATE ||
+		 query->commandType == CMD_DELETE ||
+		 query->commandType == CMD_MERGE))
+	{
+		RangeTblEntry *rte = rt_fetch(query->resultRelation, query->rtable);
+
+		Assert(rte->rtekind == RTE_RELATION);
+		if (rte->rellockmode < ExclusiveLock &&
+			refdata_wants_early_lock(rte->relid, rte->relkind))
+		{
+			if (refdata_parse_action == REFDATA_PARSE_LOCK)
+				LockRelationOid(rte->relid, ExclusiveLock);
+			rte->rellockmode = ExclusiveLock;
+		}
+	}
+}
+
+/* post_parse_analyze hook: lock refdata write targets as parsed. */
+static void
+refdata_post_parse_analyze(ParseState *pstate, Query *query,
+						   JumbleState *jstate)
+{
+	if (prev_post_parse_analyze)
+		prev_post_parse_analyze(pstate, query, jstate);
+
+	/* as in refdata_executor_start */
+	if (refdata_parse_action != REFDATA_PARSE_IGNORE &&
+		!XactReadOnly && !IsParallelWorker())
+		refdata_lock_query_target(query);
 }
 
 /* ExecutorStart hook: lock refdata write targets, then start as usual. */
@@ -313,10 +560,30 @@ refdata_executor_start(QueryDesc *queryDesc, int eflags)
 		standard_ExecutorStart(queryDesc, eflags);
 }
 
+/* Does an EXPLAIN statement run what it explains (ANALYZE)? */
+static bool
+refdata_explain_analyzes(ExplainStmt *stmt)
+{
+	bool		analyze = false;
+	ListCell   *lc;
+
+	/* the last ANALYZE option counts, as in ExplainQuery */
+	foreach(lc, stmt->options)
+	{
+		DefElem    *opt = lfirst_node(DefElem, lc);
+
+		if (strcmp(opt->defname, "analyze") == 0)
+			analyze = defGetBoolean(opt);
+	}
+	return analyze;
+}
+
 /*
- * ProcessUtility hook: COPY FROM into a refdata table takes ExclusiveLock
- * before COPY opens the table with RowExclusiveLock, so that COPY, unlike
- * DML, never upgrades a lock and cannot deadlock that way.
+ * ProcessUtility hook: COPY FROM into a refdata table (or a partitioned tree
+ * holding one) takes ExclusiveLock before COPY opens the table with
+ * RowExclusiveLock, so that COPY never upgrades a lock and cannot deadlock
+ * that way; EXPLAIN and PREPARE tell the post-parse-analysis hook not to
+ * lock.
  */
 static void
 refdata_process_utility(PlannedStmt *pstmt, const char *queryString,
@@ -325,6 +592,7 @@ refdata_process_utility(PlannedStmt *pstmt, const char *queryString,
 						DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
+	RefdataParseAction saved_action;
 
 	if (IsA(parsetree, CopyStmt) && !XactReadOnly)
 	{
@@ -339,16 +607,36 @@ refdata_process_utility(PlannedStmt *pstmt, const char *queryString,
 			Oid			relid = RangeVarGetRelid(copy->relation, NoLock, true);
 
 			if (OidIsValid(relid))
-				refdata_lock_early(relid);
+				(void) refdata_lock_early(relid, get_rel_relkind(relid));
 		}
 	}
 
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+	/*
+	 * EXPLAIN runs the post-parse-analysis hook on the statement it explains,
+	 * and PREPARE analyses the statement it prepares: tell the hook not to
+	 * lock for a statement that does not run now.
+	 */
+	saved_action = refdata_parse_action;
+	if (IsA(parsetree, ExplainStmt) &&
+		!refdata_explain_analyzes((ExplainStmt *) parsetree))
+		refdata_parse_action = REFDATA_PARSE_IGNORE;
+	else if (IsA(parsetree, PrepareStmt))
+		refdata_parse_action = REFDATA_PARSE_MARK;
+
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		refdata_parse_action = saved_action;
+	}
+	PG_END_TRY();
 }
 
 /* Install the hooks (called once per backend, from _PG_init). */
@@ -359,4 +647,6 @@ refdata_install_hooks(void)
 	ExecutorStart_hook = refdata_executor_start;
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = refdata_process_utility;
+	prev_post_parse_analyze = post_parse_analyze_hook;
+	post_parse_analyze_hook = refdata_post_parse_analyze;
 }

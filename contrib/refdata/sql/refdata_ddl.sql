@@ -3,6 +3,7 @@
 --
 CREATE EXTENSION refdata;
 CREATE EXTENSION pageinspect;
+CREATE EXTENSION amcheck;
 
 -- CREATE TABLE ... USING refdata, and through default_table_access_method
 CREATE TABLE item (id int PRIMARY KEY, name text, price numeric, tags text[],
@@ -67,6 +68,27 @@ RESET enable_seqscan;
 RESET enable_bitmapscan;
 RESET enable_indexscan;
 
+-- parallel index builds (B-tree and BRIN): the workers scan the table with
+-- heap's routine in place too
+CREATE TABLE item_p (id int, name text) USING refdata;
+INSERT INTO item_p SELECT g, 'item ' || g FROM generate_series(1, 20000) g;
+ALTER TABLE item_p SET (parallel_workers = 2);
+SET max_parallel_maintenance_workers = 2;
+SET min_parallel_table_scan_size = 0;
+SET log_temp_files = -1;
+SET client_min_messages = debug1;
+CREATE INDEX item_p_btree ON item_p (name, id);
+CREATE INDEX item_p_brin ON item_p USING brin (id);
+RESET client_min_messages;
+RESET log_temp_files;
+RESET max_parallel_maintenance_workers;
+RESET min_parallel_table_scan_size;
+SET enable_seqscan = off;
+SELECT id FROM item_p WHERE name = 'item 12345';
+SELECT count(*) FROM item_p WHERE id BETWEEN 1000 AND 1999;
+RESET enable_seqscan;
+DROP TABLE item_p;
+
 -- the relcache entry of the table is rebuilt in the middle of an index build
 -- (here by a GRANT from the indexed function): the build goes on
 CREATE TABLE item_g (id int) USING refdata;
@@ -95,7 +117,7 @@ SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.relname 
 SELECT count(*) AS differences
 FROM before b FULL JOIN (SELECT id, md5(item::text) AS h FROM item) a USING (id)
 WHERE a.h IS DISTINCT FROM b.h;
-SELECT * FROM refdata_verify('item');
+SELECT * FROM verify_heapam('item');
 
 -- ALTER TABLE ... SET ACCESS METHOD, both ways
 ALTER TABLE item SET ACCESS METHOD heap;
@@ -152,3 +174,4 @@ DROP MATERIALIZED VIEW item_mv;
 DROP TABLE item, item2, plain, region, place, item_copy, tmp_ref, unl_ref;
 DROP EXTENSION refdata;
 DROP EXTENSION pageinspect;
+DROP EXTENSION amcheck;

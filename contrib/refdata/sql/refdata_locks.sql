@@ -119,7 +119,92 @@ UPDATE parent SET val = 'eins' WHERE id = 1;
 SELECT * FROM parent_locks;
 COMMIT;
 
-SELECT * FROM refdata_verify('parent');
+-- PREPARE takes no ExclusiveLock; a prepared statement run from the plan
+-- cache takes it directly, never RowExclusiveLock first (no lock upgrade)
+BEGIN;
+PREPARE upd(int) AS UPDATE parent SET val = val WHERE id = $1;
+SELECT * FROM parent_locks;
+COMMIT;
+SET plan_cache_mode = force_generic_plan;
+EXECUTE upd(1);
+BEGIN;
+EXECUTE upd(2);
+SELECT * FROM parent_locks;
+COMMIT;
+DEALLOCATE upd;
+RESET plan_cache_mode;
+
+-- a partitioned tree: writers lock the partitioned table they name in
+-- ExclusiveLock before any partition, and the partitions they write too
+CREATE TABLE tree (id int PRIMARY KEY, val text) PARTITION BY RANGE (id) USING refdata;
+CREATE TABLE tree_1 PARTITION OF tree FOR VALUES FROM (0) TO (10);
+CREATE TABLE tree_2 PARTITION OF tree FOR VALUES FROM (10) TO (20);
+-- ... a heap tree with one refdata partition too
+CREATE TABLE mixed (id int PRIMARY KEY) PARTITION BY RANGE (id);
+CREATE TABLE mixed_heap PARTITION OF mixed FOR VALUES FROM (0) TO (10);
+CREATE TABLE mixed_sub PARTITION OF mixed FOR VALUES FROM (10) TO (20) PARTITION BY RANGE (id);
+CREATE TABLE mixed_ref PARTITION OF mixed_sub FOR VALUES FROM (10) TO (20) USING refdata;
+-- ... and a heap tree, which refdata leaves alone
+CREATE TABLE plain (id int PRIMARY KEY) PARTITION BY RANGE (id);
+CREATE TABLE plain_1 PARTITION OF plain FOR VALUES FROM (0) TO (10);
+CREATE VIEW tree_locks AS
+  SELECT c.relname, l.mode FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+  WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation'
+    AND c.relname ~ '^(tree|mixed|plain)' AND c.relkind IN ('r', 'p')
+  ORDER BY c.relname, l.mode;
+BEGIN;
+INSERT INTO tree VALUES (1, 'one');
+SELECT * FROM tree_locks;
+COMMIT;
+BEGIN;
+UPDATE tree SET val = 'eins' WHERE id = 1;
+SELECT * FROM tree_locks;
+ROLLBACK;
+BEGIN;
+DELETE FROM tree WHERE id = -1;
+SELECT * FROM tree_locks;
+ROLLBACK;
+BEGIN;
+MERGE INTO tree t USING (VALUES (12)) v(id) ON t.id = v.id WHEN NOT MATCHED THEN INSERT VALUES (v.id, 'x');
+SELECT * FROM tree_locks;
+ROLLBACK;
+BEGIN;
+COPY tree FROM stdin;
+13	thirteen
+\.
+SELECT * FROM tree_locks;
+ROLLBACK;
+BEGIN;
+INSERT INTO mixed VALUES (11);
+SELECT * FROM tree_locks;
+ROLLBACK;
+BEGIN;
+INSERT INTO plain VALUES (1);
+SELECT * FROM tree_locks;
+ROLLBACK;
+-- attaching a refdata partition makes a heap tree a refdata one
+CREATE TABLE plain_2 (id int PRIMARY KEY) USING refdata;
+ALTER TABLE plain ATTACH PARTITION plain_2 FOR VALUES FROM (10) TO (20);
+BEGIN;
+INSERT INTO plain VALUES (2);
+SELECT * FROM tree_locks;
+ROLLBACK;
+-- a user who may not write the tree takes no ExclusiveLock on it
+CREATE ROLE refdata_reader;
+GRANT SELECT ON tree TO refdata_reader;
+SET ROLE refdata_reader;
+BEGIN;
+INSERT INTO tree VALUES (2, 'two');
+ROLLBACK;
+RESET ROLE;
+REVOKE SELECT ON tree FROM refdata_reader;
+DROP ROLE refdata_reader;
+DROP VIEW tree_locks;
+DROP TABLE tree, mixed, plain;
+
+CREATE EXTENSION amcheck;
+SELECT * FROM verify_heapam('parent');
+DROP EXTENSION amcheck;
 SELECT * FROM parent ORDER BY id;
 DROP VIEW parent_locks, parent_xmax, parent_rowlocks;
 DROP FUNCTION add_parent(int);

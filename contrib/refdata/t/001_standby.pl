@@ -58,13 +58,15 @@ is( $standby->safe_psql(
 	'42',
 	'index scan on the standby');
 
-# The inspection functions work on the standby too.
+# amcheck and the inspection function work on the standby too.
+$primary->safe_psql('postgres', 'CREATE EXTENSION amcheck');
+$primary->wait_for_catchup($standby);
 is( $standby->safe_psql(
 		'postgres', q{
-	SELECT (SELECT count(*) FROM refdata_verify('item')) || ',' ||
+	SELECT (SELECT count(*) FROM verify_heapam('item')) || ',' ||
 	       (SELECT count(*) FROM refdata_rowlocks('item'))}),
 	'0,0',
-	'refdata_verify and refdata_rowlocks on the standby');
+	'verify_heapam and refdata_rowlocks on the standby');
 
 # Row locks cannot be taken on a standby; the error is the usual one.
 my ($ret, $out, $err) = $standby->psql('postgres',

@@ -63,8 +63,11 @@ my ($ret, $out, $err) =
   $node->psql('restored', 'INSERT INTO line VALUES (1000, 1000, 1)');
 like($err, qr/violates foreign key constraint "line_item_id_fkey"/,
 	'a restored foreign key to a refdata table is enforced');
-is($node->safe_psql('restored', 'SELECT count(*) FROM refdata_verify(\'item\')'),
-	'0', 'refdata_verify finds nothing wrong after the restore');
+is( $node->safe_psql(
+		'restored', q{CREATE EXTENSION amcheck;
+		SELECT count(*) FROM verify_heapam('item')}),
+	'0',
+	'verify_heapam finds nothing wrong after the restore');
 
 $node->stop;
 done_testing();

@@ -44,6 +44,9 @@ foreach my $twin (glob('specs/*_heap.spec'))
 		"$twin is specs/$name.spec with a heap parent");
 
 	next if $name eq 'refdata_nolock';    # shows what heap writes: differs
+	# shows the lock queue, where only the refdata writer's lock_timeout
+	# expires: the final states differ by design
+	next if $name eq 'refdata_convoy';
 
 	my $h = permutations("expected/${name}_heap.out");
 	my $r = permutations("expected/$name.out");

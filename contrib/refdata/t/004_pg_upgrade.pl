@@ -64,8 +64,11 @@ command_ok(
 $new->start;
 is($new->safe_psql('postgres', $query), $before,
 	'after pg_upgrade: refdata with heap TOAST, same data, indexes and keys');
-is($new->safe_psql('postgres', q{SELECT count(*) FROM refdata_verify('item')}),
-	'0', 'refdata_verify finds nothing wrong after pg_upgrade');
+is( $new->safe_psql(
+		'postgres', q{CREATE EXTENSION amcheck;
+		SELECT count(*) FROM verify_heapam('item')}),
+	'0',
+	'verify_heapam finds nothing wrong after pg_upgrade');
 my ($ret, $out, $err) =
   $new->psql('postgres', 'INSERT INTO line VALUES (9999, 9999)');
 like($err, qr/violates foreign key constraint/,

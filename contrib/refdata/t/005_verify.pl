@@ -1,10 +1,12 @@
 
 # Copyright (c) 2026, pgstrata developers
 
-# refdata_verify() finds damage in a refdata table: tuple headers overwritten
-# on disk while the server is down (a transaction id from the future, a bad
-# header length, a line pointer out of the page), and nothing in an intact
-# table.
+# amcheck checks refdata tables (patch "amcheck, pg_amcheck: check tables
+# whose access method stores heap pages"): verify_heapam() and pg_amcheck
+# find damage in a refdata table, tuple headers overwritten on disk while
+# the server is down (a transaction id from the future, a bad header
+# length, a line pointer out of the page), and nothing in an intact table;
+# pg_amcheck -t selects it, and a whole-database run checks it.
 
 use strict;
 use warnings FATAL => 'all';
@@ -20,13 +22,28 @@ $node->safe_psql(
 	'postgres', q{
 	CREATE EXTENSION refdata;
 	CREATE EXTENSION pageinspect;
+	CREATE EXTENSION amcheck;
 	CREATE TABLE item (id int PRIMARY KEY, name text) USING refdata;
 	INSERT INTO item SELECT g, 'item ' || g FROM generate_series(1, 50) g;
 	VACUUM (FREEZE) item;
 	CHECKPOINT;
 });
-is($node->safe_psql('postgres', q{SELECT count(*) FROM refdata_verify('item')}),
-	'0', 'an intact table has no problems');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM verify_heapam('item')}),
+	'0', 'verify_heapam: an intact refdata table has no problems');
+# pg_amcheck -v names what it checks on stderr.
+$node->command_checks_all(
+	[ 'pg_amcheck', '-d', 'postgres', '-p', $node->port, '-v', '-t', 'item' ],
+	0, [qr/^$/],
+	[
+		qr/checking heap table "postgres\.public\.item"/,
+		qr/checking btree index "postgres\.public\.item_pkey"/
+	],
+	'pg_amcheck -t selects a refdata table and its index');
+$node->command_checks_all(
+	[ 'pg_amcheck', '-d', 'postgres', '-p', $node->port, '-v' ],
+	0, [qr/^$/],
+	[qr/checking heap table "postgres\.public\.item"/],
+	'a whole-database pg_amcheck run checks refdata tables');
 
 # Where tuples 2, 3 and 4 of block 0 are, and a transaction id well ahead.
 my %lp_off = map { split /\|/ } split /\n/,
@@ -57,15 +74,20 @@ close $fh;
 
 $node->start;
 my $report = $node->safe_psql('postgres',
-	q{SELECT blkno || ',' || offnum || ': ' || msg FROM refdata_verify('item') ORDER BY offnum});
+	q{SELECT blkno || ',' || offnum || ': ' || msg FROM verify_heapam('item') ORDER BY offnum});
 like($report, qr/^0,2: xmin \d+ equals or exceeds next valid transaction ID/m,
 	'a transaction id from the future is reported');
-like($report, qr/^0,3: tuple data offset 8 differs from expected 24/m,
+like($report, qr/^0,3: tuple data should begin at byte 24, but actually begins at byte 8/m,
 	'a wrong header length is reported');
-like($report,
-	qr/^0,4: line pointer to page offset 8160 with length 100 is outside the tuple space of the page/m,
+like($report, qr/^0,4: line pointer to page offset 8160 with length 100 ends beyond maximum page offset 8192/m,
 	'a line pointer out of the page is reported');
 is(scalar(split /\n/, $report), 3, 'nothing else is reported');
+
+my ($stdout, $stderr);
+IPC::Run::run [ 'pg_amcheck', '-d', 'postgres', '-p', $node->port, '-t', 'item' ],
+  '>', \$stdout, '2>', \$stderr;
+like($stdout, qr/heap table "postgres\.public\.item", block 0, offset 3:/,
+	'pg_amcheck reports the damage too');
 
 $node->stop;
 done_testing();

@@ -163,5 +163,5 @@ for c in $(awk '{print $1}' "$WORK/runs" | uniq); do
 		-v hm="$(med "$c" heap 5)" -v rm="$(med "$c" refdata 5)" 'BEGIN {
 		printf "| %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.0f | %.0f | %s | %d | %d |\n",
 			c, ht, rt, rt / ht, hc, rc, rc / hc, hw, rw,
-			hw > 0 ? sprintf("%.2f", rw / hw) : "-", hm, rm }'
+			(hw > 0 ? sprintf("%.2f", rw / hw) : "-"), hm, rm }'
 done
