@@ -16,8 +16,10 @@ count_results()
 	p=$(grep -cE '^ok [0-9]+ +[-+] ' "$log")
 	f=$(grep -cE '^not ok [0-9]+ +[-+] ' "$log")
 	# prove: "t/001_x.pl .. ok", "t/002_y.pl .. skipped: why", "Files=3, ..."
-	tp=$(grep -cE '^t/[^ ]+ \.+ ok' "$log")
-	s=$(grep -cE '^t/[^ ]+ \.+ skipped' "$log")
+	# (unanchored: with make -j, another job's output may precede it on
+	# the same line)
+	tp=$(grep -oE 't/[0-9]+_[A-Za-z0-9_]+\.pl \.+ ok' "$log" | wc -l)
+	s=$(grep -oE 't/[0-9]+_[A-Za-z0-9_]+\.pl \.+ skipped' "$log" | wc -l)
 	files=$(sed -n 's/^Files=\([0-9]*\), Tests=.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
 	echo "$((p + tp)) $((f + files - tp - s)) $s"
 }
