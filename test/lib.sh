@@ -180,3 +180,36 @@ wal_log_hints = on
 max_wal_size = 8GB
 CONF
 }
+
+# oltp_bench_cluster BIN WORK: initdb a cluster in WORK/data with the
+# settings of the refdata OLTP benchmarks (tpcc.sh, neworder.sh), start it
+# (log WORK/server.log) on a free port of 127.0.0.1 (set in $port), and stop
+# it when the script exits.  No checkpoint inside a run (each run starts
+# right after one, so both access methods pay the same full-page images),
+# no autovacuum, the WAL of a run kept until pg_walinspect has read it, and
+# log_lock_waits with a small deadlock_timeout, so that every lock wait
+# longer than 20 ms is logged.
+oltp_bench_cluster()
+{
+	OLTP_BIN=$1
+	OLTP_WORK=$2
+	port=$(free_port)
+	trap '"$OLTP_BIN/pg_ctl" -D "$OLTP_WORK/data" -m fast -w stop >/dev/null 2>&1 || true' EXIT
+	"$OLTP_BIN/initdb" -D "$OLTP_WORK/data" -A trust -U postgres --no-sync >"$OLTP_WORK/initdb.log"
+	cat >>"$OLTP_WORK/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = ''
+max_connections = 100
+shared_buffers = 1GB
+max_wal_size = 16GB
+wal_keep_size = 4GB
+checkpoint_timeout = 1h
+synchronous_commit = off
+autovacuum = off
+log_lock_waits = on
+deadlock_timeout = 20ms
+log_line_prefix = '%m [%p] %d '
+CONF
+	"$OLTP_BIN/pg_ctl" -D "$OLTP_WORK/data" -l "$OLTP_WORK/server.log" -w start >/dev/null
+}

@@ -71,34 +71,7 @@ SCALE=${TPCC_SCALE:-2}
 
 rm -rf "$WORK"/*
 mkdir -p "$WORK"
-port=$(free_port)
-stop()
-{
-	"$BIN/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1 || true
-}
-trap stop EXIT
-
-# No checkpoint inside a run (each run starts right after one, so both access
-# methods pay the same full-page images), no autovacuum, the WAL of a run kept
-# until pg_walinspect has read it.  log_lock_waits with a small
-# deadlock_timeout logs every lock wait longer than 20 ms.
-"$BIN/initdb" -D "$WORK/data" -A trust -U postgres --no-sync >"$WORK/initdb.log"
-cat >>"$WORK/data/postgresql.conf" <<CONF
-listen_addresses = '127.0.0.1'
-port = $port
-unix_socket_directories = ''
-max_connections = 100
-shared_buffers = 1GB
-max_wal_size = 16GB
-wal_keep_size = 4GB
-checkpoint_timeout = 1h
-synchronous_commit = off
-autovacuum = off
-log_lock_waits = on
-deadlock_timeout = 20ms
-log_line_prefix = '%m [%p] %d '
-CONF
-"$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null
+oltp_bench_cluster "$BIN" "$WORK"
 
 psql() { "$BIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -U postgres "$@"; }
 
