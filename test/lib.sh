@@ -37,6 +37,25 @@ ensure_test_user()
 		{ echo "error: cannot create user $TEST_USER to run the tests as" >&2; return 1; }
 }
 
+# small_fs_mount DIR: mount a small file system of its own at DIR (a 16 MB
+# tmpfs, as root), owned by the test user, for the tests that fill one up
+# (test/t/025_compression_full_disk.pl); small_fs_umount DIR undoes it.
+small_fs_mount()
+{
+	local dir=$1
+	mkdir -p "$dir" || return 1
+	if ! mountpoint -q "$dir"; then
+		mount -t tmpfs -o size=16m,mode=0700 pgstrata-smallfs "$dir" || return 1
+	fi
+	chown "$TEST_USER:" "$dir"
+}
+small_fs_umount()
+{
+	if mountpoint -q "$1" 2>/dev/null; then
+		umount "$1"
+	fi
+}
+
 # as_test_user WORKDIR COMMAND...: run COMMAND as a user PostgreSQL accepts,
 # with WORKDIR (made writable for it) as its home.
 as_test_user()

@@ -24,6 +24,8 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,6 +34,7 @@
 #include "catalog/pg_tablespace_d.h"
 #include "common/hashfn.h"
 #include "common/relpath.h"
+#include "lib/ilist.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
@@ -45,15 +48,23 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+/* Bytes of the map whose storage is made to exist at once (a kernel page) */
+#define PCS_MAP_CHUNK		4096
+#define PCS_MAP_CHUNKS		((int) (PCS_MAP_SIZE / PCS_MAP_CHUNK))
+
 /* An open compressed segment of one fork, in one process */
 typedef struct PcsSegment
 {
 	File		vfd;			/* the segment file */
-	PcsHeader  *header;			/* MAP_SHARED mapping of header and map */
+	PcsHeader  *header;			/* MAP_SHARED mapping of header and map, or
+								 * NULL while unmapped (pcs_limit_mappings) */
 	PcsMapEntry *map;			/* the map, inside that mapping */
 	BlockNumber segno;			/* its number within the fork */
 	uint32		capacity;		/* units the file is known to hold */
 	uint64		alloc_seen;		/* allocation word when capacity was read */
+	dlist_node	lru;			/* place in pcs_mapped, while mapped */
+	/* chunks of the map known to have storage (pcs_map_chunk_ready) */
+	uint64		map_ready[(PCS_MAP_CHUNKS + 63) / 64];
 } PcsSegment;
 
 /* Values of SMgrRelationData.pcs_format[] */
@@ -92,6 +103,10 @@ static char *pcs_staging = NULL;
 
 static MemoryContext PcsCxt = NULL;
 static uint32 pcs_generation = 0;
+
+/* Mapped segments of this process, most recently used first */
+static dlist_head pcs_mapped = DLIST_STATIC_INIT(pcs_mapped);
+static int	pcs_num_mapped = 0;
 
 static int	pcs_fork_format(SMgrRelation reln, ForkNumber forknum);
 static PcsSegment *pcs_getseg(SMgrRelation reln, ForkNumber forknum,
@@ -347,95 +362,65 @@ pcs_init_segment_file(File vfd, BlockNumber segno, PcsAlgorithm algorithm,
 }
 
 /*
- * Open segment segno of a compressed fork (creating it if create is true and
- * it does not exist), map its header and map, and return it; NULL if it does
- * not exist and create is false.
+ * Is segment file segno > 0 of this size one whose creation never completed?
+ *
+ * A segment past the first is created by opening it with O_CREAT, writing
+ * its header, sizing it to its data area and fsyncing it, before anything
+ * else is written into it (pcs_init_segment_file()).  A crash, of the server
+ * or of the operating system, can stop that at any point, and leave a file
+ * that is empty, shorter than the data area, or as long as the data area
+ * with a header that never reached disk; a base backup taken meanwhile copies
+ * the same.  Such a file holds no block: it reads as a segment with no
+ * blocks, as an empty md segment does, and its next extension writes the
+ * header again.  A file longer than its data area had its header made
+ * durable first, so a blank header there is damage, reported as such.
  */
-static PcsSegment *
-pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
-		   bool create)
+static bool
+pcs_segment_is_unfinished(File vfd, BlockNumber segno, off_t size)
 {
-	PcsSegment *seg;
-	char	   *path;
-	File		vfd;
-	off_t		size;
+	char		head[PCS_UNIT_SIZE];
+
+	Assert(segno > 0);
+	if (size < PCS_DATA_OFFSET)
+		return true;
+	if (size > PCS_DATA_OFFSET)
+		return false;
+	if (FileRead(vfd, head, sizeof(head), 0, WAIT_EVENT_DATA_FILE_READ) != sizeof(head))
+		return false;			/* let the header check report it */
+	for (int i = 0; i < sizeof(head); i++)
+	{
+		if (head[i] != 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Map the header and map of an open segment and check its header.  On
+ * failure the mapping is undone and an error raised; the caller closes the
+ * file.
+ */
+static void
+pcs_map_segment(PcsSegment *seg)
+{
 	void	   *mapping;
 	const char *problem;
 
-	if (segno < (BlockNumber) reln->pcs_num_segs[forknum] &&
-		reln->pcs_segs[forknum][segno] != NULL)
-		return reln->pcs_segs[forknum][segno];
+	Assert(seg->header == NULL);
 
-	path = pcs_segpath(reln, forknum, segno);
-	vfd = PathNameOpenFile(path, O_RDWR | PG_BINARY | (create ? O_CREAT : 0));
-	if (vfd < 0)
-	{
-		if (errno == ENOENT && !create)
-		{
-			pfree(path);
-			return NULL;
-		}
+	/* FileSize() reopens the kernel file if fd.c closed it meanwhile */
+	if (FileSize(seg->vfd) < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", path)));
-	}
-
-	/*
-	 * From here on, every error closes the file first: the VFD belongs to no
-	 * resource owner, and a session that retries would leak one per try.
-	 */
-	size = FileSize(vfd);
-	if (size < 0)
-	{
-		int			save_errno = errno;
-
-		FileClose(vfd);
-		errno = save_errno;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not seek to end of file \"%s\": %m", path)));
-	}
-	if (size == 0 && create)
-	{
-		/* a new segment past the first: same settings as segment 0 */
-		PcsSegment *first = pcs_getseg(reln, forknum, 0, false);
-
-		Assert(segno > 0 && first != NULL);
-		PG_TRY();
-		{
-			pcs_init_segment_file(vfd, segno, first->header->algorithm,
-								  first->header->level, !SmgrIsTemp(reln));
-		}
-		PG_CATCH();
-		{
-			FileClose(vfd);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		size = PCS_DATA_OFFSET;
-	}
-	if (size < PCS_DATA_OFFSET)
-	{
-		FileClose(vfd);
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("compressed segment file \"%s\" is too short", path),
-				 errdetail("The file has %lld bytes; a compressed segment has at least %lld.",
-						   (long long) size, (long long) PCS_DATA_OFFSET)));
-	}
-
+				 errmsg("could not seek to end of file \"%s\": %m",
+						FilePathName(seg->vfd))));
 	mapping = mmap(NULL, PCS_DATA_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED,
-				   FileGetRawDesc(vfd), 0);
+				   FileGetRawDesc(seg->vfd), 0);
 	if (mapping == MAP_FAILED)
-	{
-		int			save_errno = errno;
-
-		FileClose(vfd);
-		errno = save_errno;
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not map file \"%s\": %m", path)));
-	}
+				 errmsg("could not map file \"%s\": %m",
+						FilePathName(seg->vfd))));
 
 	problem = pcs_header_check((PcsHeader *) mapping);
 	if (problem != NULL)
@@ -443,22 +428,64 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 		uint32		version = pcs_header_other_version((PcsHeader *) mapping);
 
 		munmap(mapping, PCS_DATA_OFFSET);
-		FileClose(vfd);
 		if (version != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("compressed segment file \"%s\" has format version %u, but this server reads only version %u",
-							path, version, PCS_FORMAT_VERSION),
+							FilePathName(seg->vfd), version, PCS_FORMAT_VERSION),
 					 errhint("Files of compressed tablespaces made by another development build of pgstrata cannot be read.  Dump the data with the build that made them and restore it here.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid compressed segment header in file \"%s\"", path),
+				 errmsg("invalid compressed segment header in file \"%s\"",
+						FilePathName(seg->vfd)),
 				 errdetail("%s.", problem)));
 	}
 
-	if (PcsCxt == NULL)
-		PcsCxt = AllocSetContextCreate(TopMemoryContext, "PcsSegments",
-									   ALLOCSET_SMALL_SIZES);
+	seg->header = (PcsHeader *) mapping;
+	seg->map = (PcsMapEntry *) ((char *) mapping + PCS_MAP_OFFSET);
+	dlist_push_head(&pcs_mapped, &seg->lru);
+	pcs_num_mapped++;
+}
+
+/* Undo the mapping of a segment; the file stays open */
+static void
+pcs_unmap_segment(PcsSegment *seg)
+{
+	Assert(seg->header != NULL && pcs_num_mapped > 0);
+	dlist_delete(&seg->lru);
+	pcs_num_mapped--;
+	if (munmap(seg->header, PCS_DATA_OFFSET) != 0)
+		elog(WARNING, "could not unmap file \"%s\": %m",
+			 FilePathName(seg->vfd));
+	seg->header = NULL;
+	seg->map = NULL;
+}
+
+/*
+ * Keep the mappings of this process below max_files_per_process, unmapping
+ * the segments used least recently.  Each mapping is one entry of the
+ * process's memory map, which the kernel bounds (vm.max_map_count, 65530
+ * by default); a session that touches tens of thousands of compressed forks
+ * (pg_dump of a large schema, many partitions) would otherwise exhaust it,
+ * where md.c only recycles file descriptors.  The most recently used
+ * segments stay mapped, so a caller that still holds a segment it used just
+ * before opening another keeps its mapping.
+ */
+static void
+pcs_limit_mappings(void)
+{
+	int			limit = Max(max_files_per_process, 16);
+
+	while (pcs_num_mapped >= limit)
+		pcs_unmap_segment(dlist_tail_element(PcsSegment, lru, &pcs_mapped));
+}
+
+/* Remember segment seg as number segno of a fork of reln */
+static void
+pcs_remember_segment(SMgrRelation reln, ForkNumber forknum,
+					 BlockNumber segno, PcsSegment *seg)
+{
+	Assert(PcsCxt != NULL);
 	if (segno >= (BlockNumber) reln->pcs_num_segs[forknum])
 	{
 		int			n = Max(segno + 1, 4);
@@ -473,15 +500,127 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 		}
 		reln->pcs_num_segs[forknum] = n;
 	}
-	seg = MemoryContextAlloc(PcsCxt, sizeof(PcsSegment));
+	Assert(reln->pcs_segs[forknum][segno] == NULL);
+	reln->pcs_segs[forknum][segno] = seg;
+}
+
+/*
+ * Open segment segno of a compressed fork (creating it if create is true and
+ * it does not exist, or its creation never completed), map its header and
+ * map, and return it; NULL if it does not exist (or holds no block because
+ * its creation never completed) and create is false.
+ */
+static PcsSegment *
+pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
+		   bool create)
+{
+	PcsSegment *seg;
+	char	   *path;
+	File		vfd;
+	off_t		size;
+
+	if (segno < (BlockNumber) reln->pcs_num_segs[forknum] &&
+		reln->pcs_segs[forknum][segno] != NULL)
+	{
+		seg = reln->pcs_segs[forknum][segno];
+		if (likely(seg->header != NULL))
+			dlist_move_head(&pcs_mapped, &seg->lru);
+		else
+		{
+			pcs_limit_mappings();
+			pcs_map_segment(seg);
+		}
+		return seg;
+	}
+
+	path = pcs_segpath(reln, forknum, segno);
+	vfd = PathNameOpenFile(path, O_RDWR | PG_BINARY | (create ? O_CREAT : 0));
+	if (vfd < 0)
+	{
+		if (errno == ENOENT && !create)
+		{
+			pfree(path);
+			return NULL;
+		}
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", path)));
+	}
+	pfree(path);
+
+	/*
+	 * From here on, every error closes the file first: the VFD belongs to no
+	 * resource owner, and a session that retries would leak one per try.
+	 */
+	size = FileSize(vfd);
+	if (size < 0)
+	{
+		int			save_errno = errno;
+
+		FileClose(vfd);
+		errno = save_errno;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek to end of file \"%s\": %m",
+						relpath(reln->smgr_rlocator, forknum))));
+	}
+	if (segno > 0 && pcs_segment_is_unfinished(vfd, segno, size))
+	{
+		if (!create)
+		{
+			FileClose(vfd);
+			return NULL;
+		}
+		PG_TRY();
+		{
+			/* a new segment past the first: same settings as segment 0 */
+			PcsSegment *first = pcs_getseg(reln, forknum, 0, false);
+
+			Assert(first != NULL);
+			pcs_init_segment_file(vfd, segno, first->header->algorithm,
+								  first->header->level, !SmgrIsTemp(reln));
+		}
+		PG_CATCH();
+		{
+			FileClose(vfd);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		size = PCS_DATA_OFFSET;
+	}
+	else if (size < PCS_DATA_OFFSET)
+	{
+		char	   *name = pstrdup(FilePathName(vfd));
+
+		FileClose(vfd);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("compressed segment file \"%s\" is too short", name),
+				 errdetail("The file has %lld bytes; a compressed segment has at least %lld.",
+						   (long long) size, (long long) PCS_DATA_OFFSET)));
+	}
+
+	if (PcsCxt == NULL)
+		PcsCxt = AllocSetContextCreate(TopMemoryContext, "PcsSegments",
+									   ALLOCSET_SMALL_SIZES);
+	seg = MemoryContextAllocZero(PcsCxt, sizeof(PcsSegment));
 	seg->vfd = vfd;
-	seg->header = (PcsHeader *) mapping;
-	seg->map = (PcsMapEntry *) ((char *) mapping + PCS_MAP_OFFSET);
 	seg->segno = segno;
 	seg->capacity = (uint32) ((size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT);
+	pcs_limit_mappings();
+	PG_TRY();
+	{
+		pcs_map_segment(seg);
+	}
+	PG_CATCH();
+	{
+		FileClose(vfd);
+		pfree(seg);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	seg->alloc_seen = pg_atomic_read_u64(&seg->header->alloc);
-	reln->pcs_segs[forknum][segno] = seg;
-	pfree(path);
+	pcs_remember_segment(reln, forknum, segno, seg);
 	return seg;
 }
 
@@ -495,7 +634,8 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 
 		if (seg == NULL)
 			continue;
-		munmap(seg->header, PCS_DATA_OFFSET);
+		if (seg->header != NULL)
+			pcs_unmap_segment(seg);
 		FileClose(seg->vfd);
 		pfree(seg);
 	}
@@ -520,10 +660,84 @@ pcs_file_end(PcsSegment *seg)
 }
 
 /*
+ * fallocate() on the kernel file of a segment: 0, or the error number.  It
+ * gives storage to the parts of the range that have none and leaves every
+ * byte that exists as it is, so calls over the same range from several
+ * processes, and stores through their mappings meanwhile, are harmless.
+ * (posix_fallocate() is not used on Linux: glibc emulates it where the file
+ * system has no fallocate(), by writing zeros, which is not harmless.)
+ */
+static int
+pcs_fallocate(int fd, off_t offset, off_t len)
+{
+	int			ret;
+
+	pgstat_report_wait_start(WAIT_EVENT_DATA_FILE_EXTEND);
+	do
+	{
+#if defined(__linux__)
+		ret = fallocate(fd, 0, offset, len) == 0 ? 0 : errno;
+#elif defined(HAVE_POSIX_FALLOCATE)
+		ret = posix_fallocate(fd, offset, len);
+#else
+		ret = EOPNOTSUPP;
+#endif
+	} while (ret == EINTR);
+	pgstat_report_wait_end();
+	return ret;
+}
+
+/*
+ * Grow a segment's file to at least end bytes where the file system has no
+ * fallocate(): by writing zeros, but only past the file's current end, read
+ * under an exclusive flock() of the file that every process growing it this
+ * way takes.  Units are handed out only below the end of the file, and the
+ * end only moves up, so nothing anybody wrote lies past it; a size read
+ * before the lock may be stale, and zeros written from there could destroy
+ * a page that another process has written into the space it added.
+ * Returns 0 or an error number.
+ */
+static int
+pcs_grow_by_writing(PcsSegment *seg, int fd, off_t end)
+{
+	off_t		size;
+	int			ret = 0;
+
+	while (flock(fd, LOCK_EX) != 0)
+	{
+		if (errno != EINTR)
+			return errno;
+	}
+	size = pcs_file_end(seg);
+	if (size < end &&
+		FileZero(seg->vfd, size, end - size, WAIT_EVENT_DATA_FILE_EXTEND) != 0)
+		ret = errno ? errno : ENOSPC;
+	(void) flock(fd, LOCK_UN);
+	return ret;
+}
+
+/* Raise the ERROR of a segment that could not be given storage */
+static void
+pcs_storage_failed(PcsSegment *seg, int error)
+{
+	errno = error;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("could not extend file \"%s\": %m",
+					FilePathName(seg->vfd)),
+			 errhint("Check free disk space.")));
+}
+
+/*
  * Make sure the file holds units below limit.  The data area grows by a
- * step of a sixteenth of its size (8 kB to 8 MB), with posix_fallocate, which
- * reserves the space (so a later write cannot fail for want of it) and never
- * shrinks a file that a concurrent process grew further.
+ * step of a sixteenth of its size (8 kB to 8 MB), with fallocate(), which
+ * reserves the space (so a later write cannot fail for want of it), never
+ * shrinks a file that a concurrent process grew further, and never touches
+ * bytes that one has already written there (pcs_fallocate()).  Where the
+ * file system has no fallocate(), zeros are written past the end instead,
+ * under a lock (pcs_grow_by_writing()).  Any other failure (a full file
+ * system, a file-size limit, an I/O error) is an ERROR for the caller and
+ * changes nothing that exists.
  */
 static void
 pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
@@ -539,23 +753,21 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
 	have = (uint32) ((size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT);
 	if (limit > have)
 	{
+		int			fd;
 		int			ret;
 
 		grow = Min(Max(have / 16, PCS_MIN_GROWTH_UNITS), PCS_MAX_GROWTH_UNITS);
 		grow = Max(grow, limit - have);
-		ret = FileFallocate(seg->vfd, pcs_unit_offset(have),
-							(off_t) grow << PCS_UNIT_SHIFT,
-							WAIT_EVENT_DATA_FILE_EXTEND);
+		/* the size read above may be stale by the time the file grows */
+		INJECTION_POINT("pcs-grow-before-allocate");
+		(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
+		fd = FileGetRawDesc(seg->vfd);
+		ret = pcs_fallocate(fd, pcs_unit_offset(have),
+							(off_t) grow << PCS_UNIT_SHIFT);
+		if (ret == EOPNOTSUPP || ret == EINVAL)
+			ret = pcs_grow_by_writing(seg, fd, pcs_unit_offset(have + grow));
 		if (ret != 0)
-			ret = FileZero(seg->vfd, pcs_unit_offset(have),
-						   (off_t) grow << PCS_UNIT_SHIFT,
-						   WAIT_EVENT_DATA_FILE_EXTEND);
-		if (ret != 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not extend file \"%s\": %m",
-							FilePathName(seg->vfd)),
-					 errhint("Check free disk space.")));
+			pcs_storage_failed(seg, ret);
 
 		/*
 		 * No fsync: the new size reaches disk with the checkpoint's fsync of
@@ -566,6 +778,41 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
 		have += grow;
 	}
 	seg->capacity = have;
+}
+
+/*
+ * Make sure the chunk of the map holding the entry of segblock has storage
+ * before an entry is stored into it through the mapping.  The map is
+ * sparse; the first store into a part that is a hole makes the file system
+ * allocate it, and on a full file system that store cannot fail, so the
+ * kernel kills the process with SIGBUS, and the postmaster every session
+ * with it.  Allocated here first, before the write allocates units or
+ * writes anything, a full file system is an ERROR for the write instead.
+ * Each process remembers the chunks it has seen allocated; nothing ever
+ * takes storage away from a map chunk.
+ *
+ * Where the file system has no fallocate(), nothing is done: other
+ * processes store into the chunk without a lock, so writing zeros there is
+ * not safe, and a full file system remains fatal to such a store.
+ */
+static void
+pcs_map_chunk_ready(PcsSegment *seg, BlockNumber segblock)
+{
+	int			chunk = (int) (((off_t) segblock * PCS_ENTRY_SIZE) / PCS_MAP_CHUNK);
+	uint64		bit = UINT64CONST(1) << (chunk % 64);
+	int			ret;
+
+	Assert(segblock < RELSEG_SIZE && chunk < PCS_MAP_CHUNKS);
+	if (likely(seg->map_ready[chunk / 64] & bit))
+		return;
+	INJECTION_POINT("pcs-map-chunk-allocate");
+	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
+	ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
+						PCS_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK,
+						PCS_MAP_CHUNK);
+	if (ret != 0 && ret != EOPNOTSUPP && ret != EINVAL)
+		pcs_storage_failed(seg, ret);
+	seg->map_ready[chunk / 64] |= bit;
 }
 
 /*
@@ -776,6 +1023,45 @@ pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
 }
 
 /*
+ * Make every segment before segno full, before a block of segment segno is
+ * added.  An extension may skip over the rest of a segment: hash indexes
+ * allocate the blocks of a new split point by writing its last one, which
+ * can lie in a later segment.  A fork's size is the sum of its segments up to
+ * the first that is not full, so a short segment before the new block would
+ * hide it, and every block after it; md.c pads such segments to
+ * RELSEG_SIZE in _mdfd_getseg(EXTENSION_CREATE), and so does this, with
+ * blocks that have no storage and read as zeros.
+ */
+static void
+pcs_fill_segments_before(SMgrRelation reln, ForkNumber forknum,
+						 BlockNumber segno, bool skipFsync)
+{
+	PcsSegment *prev;
+
+	if (segno == 0)
+		return;
+	/* the usual case: each segment was filled before the next one began */
+	prev = pcs_getseg(reln, forknum, segno - 1, false);
+	if (prev != NULL && pcs_seg_nblocks(prev) == RELSEG_SIZE)
+		return;
+
+	for (BlockNumber s = 0; s < segno; s++)
+	{
+		PcsSegment *seg = pcs_getseg(reln, forknum, s, true);
+		BlockNumber cur = pcs_seg_nblocks(seg);
+
+		Assert(cur <= RELSEG_SIZE);
+		if (cur == RELSEG_SIZE)
+			continue;
+		/* entries past the old end mean nothing: clear them first */
+		pcs_seg_clear(seg, cur, RELSEG_SIZE);
+		pcs_seg_raise_nblocks(seg, RELSEG_SIZE);
+		if (!skipFsync)
+			pcs_register_dirty(reln, forknum, s, seg);
+	}
+}
+
+/*
  * Fill buffer with a page that PageIsVerifiedExtended() rejects whether data
  * checksums are on or not: not new (pd_upper is not 0), and with flag bits
  * no page has.
@@ -916,7 +1202,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 {
 	BlockNumber segno = blkno / RELSEG_SIZE;
 	BlockNumber segblock = blkno % RELSEG_SIZE;
-	PcsSegment *seg = pcs_getseg(reln, forknum, segno, extend);
+	PcsSegment *seg;
 	PGIOAlignedBlock page;
 	PGIOAlignedBlock image;
 	PcsMapEntry old;
@@ -928,11 +1214,17 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	uint8		image_flags;
 	BlockNumber nblocks;
 
+	if (extend)
+		pcs_fill_segments_before(reln, forknum, segno, skipFsync);
+	seg = pcs_getseg(reln, forknum, segno, extend);
 	if (seg == NULL)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not write block %u in file \"%s\": segment does not exist",
 						blkno, relpath(reln->smgr_rlocator, forknum))));
+
+	/* before anything is written, as the map is stored to last */
+	pcs_map_chunk_ready(seg, segblock);
 
 	/*
 	 * Work on a copy: hint bits may change in a shared buffer while it is
@@ -1188,8 +1480,12 @@ pcs_zeroextend(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 		BlockNumber segno = blocknum / RELSEG_SIZE;
 		BlockNumber from = blocknum % RELSEG_SIZE;
 		BlockNumber to = Min(RELSEG_SIZE, from + (end - blocknum));
-		PcsSegment *seg = pcs_getseg(reln, forknum, segno, true);
-		BlockNumber cur = pcs_seg_nblocks(seg);
+		PcsSegment *seg;
+		BlockNumber cur;
+
+		pcs_fill_segments_before(reln, forknum, segno, skipFsync);
+		seg = pcs_getseg(reln, forknum, segno, true);
+		cur = pcs_seg_nblocks(seg);
 
 		/* entries past the old end mean nothing: clear them first */
 		pcs_seg_clear(seg, Min(cur, from), to);

@@ -1,0 +1,12 @@
+/* test/modules/test_pcs/test_pcs--1.0.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION test_pcs" to load this file. \quit
+
+-- Add block blkno to the main fork of rel by writing a zero page there
+-- with smgrextend(), past the current end, as hash indexes allocate the
+-- blocks of a new split point; returns the fork's size in blocks after it.
+CREATE FUNCTION test_pcs_extend_to(rel regclass, blkno bigint)
+RETURNS bigint
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT;
