@@ -6,6 +6,10 @@ FLAVOUR_SUFFIX=${PGSTRATA_FLAVOUR:+-$PGSTRATA_FLAVOUR}
 PG_OBJ=$TOP/build/obj$FLAVOUR_SUFFIX
 PG_INSTALL=$TOP/build/install$FLAVOUR_SUFFIX
 
+# The format layer of compressed segments, which programs outside the
+# server (unit tests, the fuzz target, benchmarks) build from source.
+PCS_FORMAT_SOURCES="$TOP/src/backend/storage/smgr/pcs_codec.c $TOP/src/backend/storage/smgr/pcs_estimate.c $TOP/src/backend/storage/smgr/pcs_format.c $TOP/src/backend/storage/smgr/pcs_transform.c"
+
 # count_results LOG: add up the tests a pg_regress or prove log reports.
 # Prints "passed failed skipped".  A TAP script counts once: passed when
 # prove says "ok", skipped when it says "skipped", failed otherwise.

@@ -77,7 +77,8 @@ sub pg_config_value
 }
 
 # The command that builds the program EXE from SOURCES, the format layer
-# (pcs_format.c) and test/common/pcs_frontend.c, against the installed server
+# (pcs_format.c, pcs_transform.c, pcs_estimate.c, pcs_codec.c) and
+# test/common/pcs_frontend.c, against the installed server
 # headers and linked as the server links the format layer.  CFLAGS, an array
 # reference, replaces the server's compiler and flags when given (the fuzz
 # replay builds with gcc and the sanitizers).
@@ -98,7 +99,8 @@ sub pcs_program_command
 		'-I' . pg_config_value('--includedir-server'),
 		'-o', $exe,
 		@sources,
-		"$top/src/backend/storage/smgr/pcs_format.c",
+		(map { "$top/src/backend/storage/smgr/pcs_$_.c" }
+			  qw(codec estimate format transform)),
 		"$top/test/common/pcs_frontend.c",
 		'-L' . pg_config_value('--libdir'),
 		'-lpgcommon', '-lpgport',

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * pcs_frontend.c
- *	  What a program outside the server needs to link pcs_format.c: the
+ *	  What a program outside the server needs to link the format layer: the
  *	  assertion handler, which the server has in its own error code.
  *
  * Linked into the unit test (test/unit), the fuzz target and its replay

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * pcs_fuzz.c
- *	  Fuzz target of the page-compressed storage format layer: drives the
- *	  header and map-entry checks and the page decompressors of pcs_format.c
- *	  with arbitrary bytes, the way the storage manager's read path does.
+ *	  Fuzz target of the page-compressed storage format layer: drives its
+ *	  header and map-entry checks and its page decompressors with arbitrary
+ *	  bytes, the way the storage manager's read path does.
  *
  * One input is one operation, chosen by its first byte (the low three bits;
  * bit 0x80 asks the harness to recompute the checksums the input carries,
@@ -23,7 +23,7 @@
  *	 4 roundtrip   algorithm (1), capacity (2), a page: pcs_compress_page()
  *				   then pcs_decompress_page() must give the page back
  *
- * Every buffer handed to pcs_format.c has exactly the size the read path
+ * Every buffer handed to the format layer has exactly the size the read path
  * gives it (heap blocks of that size, so AddressSanitizer sees a byte read
  * or written past them), and what a check accepts is checked again here:
  * an accepted header or entry that the read path could not use safely is a

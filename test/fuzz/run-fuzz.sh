@@ -37,7 +37,7 @@ echo "--- building $OUT/pcs_fuzz with $("$CLANG" --version | head -n 1)"
 	-Wno-ignored-attributes \
 	-I"$TOP/src/include" -I"$("$PG_CONFIG" --includedir-server)" \
 	-o "$OUT/pcs_fuzz" \
-	"$TOP/test/fuzz/pcs_fuzz.c" "$TOP/src/backend/storage/smgr/pcs_format.c" \
+	"$TOP/test/fuzz/pcs_fuzz.c" "$TOP"/src/backend/storage/smgr/pcs_{codec,estimate,format,transform}.c \
 	"$TOP/test/common/pcs_frontend.c" \
 	-L"$("$PG_CONFIG" --libdir)" -lpgcommon -lpgport $libs
 

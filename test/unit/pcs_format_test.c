@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * pcs_format_test.c
- *	  Unit tests of the page-compressed storage format layer (pcs_format.c):
- *	  header and map-entry validation, the page codec, allocation sizes,
- *	  the incompressibility estimate.
+ *	  Unit tests of the page-compressed storage format layer (pcs_format.c
+ *	  and its siblings): header and map-entry validation, the page codec,
+ *	  allocation sizes, the incompressibility estimate.
  *
  * Built and run by test/t/003_pcs_format_unit.pl against the installed
  * server headers; prints TAP.  The format layer does no I/O and raises no
@@ -535,11 +535,6 @@ reseal_entry(PcsMapEntry *e, BlockNumber segblock)
 	e->entry_crc = crc;
 }
 
-/* B-tree constants the split reads (access/nbtree.h, access/itup.h) */
-#define T_ALT_TID		0x2000
-#define T_IS_POSTING	0x2000
-#define T_BTP_LEAF		0x0001
-
 /* Put a heap TID (block, offset) at p */
 static void
 put_tid(char *p, uint32 block, uint16 posid)
@@ -566,7 +561,7 @@ make_posting_page(char *page, unsigned seed)
 	int			upper = special;
 	int			n = 0;
 	int			order[40];
-	uint16		flags = T_BTP_LEAF;
+	uint16		flags = PCS_BTP_LEAF;
 
 	memset(page, 0, BLCKSZ);
 	for (int i = 0; i < 40; i++)
@@ -595,7 +590,7 @@ make_posting_page(char *page, unsigned seed)
 			/* the high key: a pivot tuple, t_tid holding no heap TID */
 			len = 16;
 			put_tid(tup, 0, 1);
-			info = len | T_ALT_TID;
+			info = len | PCS_ALT_TID_MASK;
 		}
 		else if (lpno % 3 == 1)
 		{
@@ -609,8 +604,8 @@ make_posting_page(char *page, unsigned seed)
 			uint32		block = next_rand(&seed) % 40;
 
 			len = MAXALIGN(16 + ntids * 6);
-			put_tid(tup, 16, ntids | T_IS_POSTING);
-			info = len | T_ALT_TID;
+			put_tid(tup, 16, ntids | PCS_BT_IS_POSTING);
+			info = len | PCS_ALT_TID_MASK;
 			for (int t = 0; t < ntids; t++)
 			{
 				block += 1 + next_rand(&seed) % 25;
@@ -684,11 +679,11 @@ test_split(void)
 			nstored++;
 			memcpy(&info, page + lp.lp_off + 6, 2);
 			memcpy(&posid, page + lp.lp_off + 4, 2);
-			if (info & T_ALT_TID)
+			if (info & PCS_ALT_TID_MASK)
 				nalt++;
-			ntids += (info & T_ALT_TID) ? 0 : 1;
-			if ((info & T_ALT_TID) && (posid & T_IS_POSTING))
-				ntids += posid & 0x0FFF;
+			ntids += (info & PCS_ALT_TID_MASK) ? 0 : 1;
+			if ((info & PCS_ALT_TID_MASK) && (posid & PCS_BT_IS_POSTING))
+				ntids += posid & PCS_BT_OFFSET_MASK;
 		}
 		c = ph->pd_upper + 2 * nstored + 6 * nalt;
 		for (int i = 0; i < nitems; i++)
@@ -704,7 +699,7 @@ test_split(void)
 			tup = page + lp.lp_off;
 			memcpy(&info, tup + 6, 2);
 			memcpy(&posid, tup + 4, 2);
-			if (!(info & T_ALT_TID))
+			if (!(info & PCS_ALT_TID_MASK))
 			{
 				uint16		hi,
 							lo;
@@ -715,9 +710,9 @@ test_split(void)
 				k++;
 				continue;
 			}
-			if (!(posid & T_IS_POSTING))
+			if (!(posid & PCS_BT_IS_POSTING))
 				continue;
-			for (int t = 0; t < (posid & 0x0FFF); t++, k++)
+			for (int t = 0; t < (posid & PCS_BT_OFFSET_MASK); t++, k++)
 			{
 				uint16		hi,
 							lo,

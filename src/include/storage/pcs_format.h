@@ -249,6 +249,26 @@ extern const char *pcs_entry_check(const PcsMapEntry *entry,
 								   BlockNumber segblock, uint32 unit_limit);
 extern int	pcs_units_to_allocate(int stored, bool grown);
 
+/*
+ * The layout of index pages that the index split relies on
+ * (pcs_transform.c): values of access/itup.h and access/nbtree.h, fixed
+ * here because split images depend on them, and checked against those
+ * headers by static assertions in the backend build.
+ */
+#define PCS_SPLIT_SPECIAL		16	/* MAXALIGN(sizeof(BTPageOpaqueData)) */
+#define PCS_SPLIT_HEADER		8	/* sizeof(IndexTupleData) */
+#define PCS_SPLIT_TID			6	/* sizeof(ItemPointerData) */
+#define PCS_ALT_TID_MASK		0x2000	/* INDEX_ALT_TID_MASK */
+#define PCS_BT_IS_POSTING		0x2000	/* BT_IS_POSTING */
+#define PCS_BT_OFFSET_MASK		0x0FFF	/* BT_OFFSET_MASK */
+#define PCS_BTP_LEAF			0x0001	/* BTP_LEAF */
+#define PCS_MAX_BT_CYCLE_ID		0xFF7F	/* MAX_BT_CYCLE_ID */
+#define PCS_BT_FLAGS_OFFSET		12	/* offsetof(BTPageOpaqueData, btpo_flags) */
+#define PCS_BT_CYCLEID_OFFSET	14	/* ... btpo_cycleid, which hash and GiST
+									 * pages set to a page id above
+									 * MAX_BT_CYCLE_ID */
+
+/* the page transforms (pcs_transform.c) and the estimate (pcs_estimate.c) */
 extern bool pcs_page_incompressible(const char *page, char *scratch);
 extern uint8 pcs_page_shuffle(const char *page, char *out);
 extern const char *pcs_page_unshuffle(const char *in, char *page, uint8 how);

@@ -4,7 +4,7 @@
  *	  What the page shuffle and the index split of compressed tablespaces
  *	  gain and cost on real relation files: every 8 kB page of the files
  *	  named on the command line through the storage manager's own codec
- *	  (pcs_compress_page(), pcs_decode_image() of pcs_format.c: shuffle or
+ *	  (pcs_compress_page(), pcs_decode_image() of pcs_codec.c: shuffle or
  *	  split, estimate, zstd) and through plain zstd at the same level, side
  *	  by side.
  *
@@ -15,7 +15,7 @@
  * and of decoding, without and with it.  Every decoded page is compared with the
  * original; a mismatch is reported and makes the exit status 1.
  *
- * Built by ratio.sh against the server's headers and pcs_format.c.
+ * Built by ratio.sh against the server's headers and the format layer.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *

@@ -2,7 +2,7 @@
  *
  * page_estimate.c
  *	  The CPU cost of the storage manager's incompressibility estimate
- *	  (pcs_page_incompressible() in pcs_format.c) against one zstd
+ *	  (pcs_page_incompressible() in pcs_estimate.c) against one zstd
  *	  compression attempt, on every 8 kB page of the files named on the
  *	  command line.
  *
@@ -19,7 +19,7 @@
  * subtracted; each loop makes REPEAT passes over the pages, so that clock
  * reads do not dominate.
  *
- * Built against the installed server headers and pcs_format.c, as
+ * Built against the installed server headers and the format layer, as
  * test/t/003_pcs_format_unit.pl builds the unit test.
  *
  * Portions Copyright (c) 2026, pgstrata developers

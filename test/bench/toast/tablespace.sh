@@ -17,7 +17,7 @@
 # time per page written (from /proc/PID/schedstat, in nanoseconds), with the
 # compressed / plain ratio; how the TOAST relation is stored
 # (pgstrata_compression); and, on the plain copy's TOAST pages
-# (test/bench/toast/page_estimate.c, built against pcs_format.c), the CPU time
+# (test/bench/toast/page_estimate.c, built against the format layer), the CPU time
 # of one zstd level-1 compression attempt and of the incompressibility
 # estimate that now comes before it, so that the extra CPU time per page of
 # the compressed tablespace can be told in attempts.
@@ -101,7 +101,7 @@ pgc=$BIN/pg_config
 # shellcheck disable=SC2046
 $("$pgc" --cc) $("$pgc" --cflags) $("$pgc" --cppflags) -I"$TOP/src/include" \
 	-I"$("$pgc" --includedir-server)" -o "$WORK/page_estimate" \
-	"$TOP/test/bench/toast/page_estimate.c" "$TOP/src/backend/storage/smgr/pcs_format.c" \
+	"$TOP/test/bench/toast/page_estimate.c" $PCS_FORMAT_SOURCES \
 	"$TOP/test/common/pcs_frontend.c" \
 	-L"$("$pgc" --libdir)" -lpgcommon -lpgport $("$pgc" --libs | tr ' ' '\n' | grep -E '^-l(zstd|lz4|m)$')
 toastfile=$WORK/data/$(psql -c "SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE relname = 't_pg_default'")

@@ -1,0 +1,198 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs_codec.c
+ *	  The page codec of page-compressed storage (pcs): compressing a page
+ *	  into an image, and decoding an image back into the page.
+ *
+ * Like the rest of the format layer (pcs_format.c), nothing here does I/O
+ * or raises errors: decoding returns NULL, or what is wrong with an image.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * The same file is compiled into frontend programs (see fe_utils/pcs_file.c),
+ * with FRONTEND defined.
+ *
+ * IDENTIFICATION
+ *	  src/backend/storage/smgr/pcs_codec.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FRONTEND
+#include "postgres.h"
+#else
+#include "postgres_fe.h"
+#endif
+
+#ifdef USE_LZ4
+#include <lz4.h>
+#endif
+#ifdef USE_ZSTD
+#include <zstd.h>
+#endif
+
+#include "storage/pcs_format.h"
+
+#ifdef USE_ZSTD
+/* Contexts are reused for the life of the process: creating one per page costs more than compressing it. */
+static ZSTD_CCtx *pcs_zstd_cctx = NULL;
+static ZSTD_DCtx *pcs_zstd_dctx = NULL;
+#endif
+
+/*
+ * Compress one page into dest (capacity bytes), shuffled first when it has
+ * a page layout.  Returns the compressed length and sets *image_flags to
+ * the entry flags of the image (PCS_ENTRY_SPLIT, PCS_ENTRY_SHUFFLED or 0,
+ * from pcs_page_shuffle()), or returns -1
+ * with *image_flags PCS_ENTRY_RAW if the page should be stored raw:
+ * compression failed, or did not save at least one unit, or the page looks
+ * as if it would not and was not tried (pcs_page_incompressible(), on the
+ * bytes that would be compressed).
+ */
+int
+pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
+				  char *dest, int capacity, uint8 *image_flags)
+{
+	PGAlignedBlock shuffled;
+	const char *src = page;
+	uint8		flags = 0;
+	int			len = -1;
+
+	*image_flags = PCS_ENTRY_RAW;
+	if (algorithm == PCS_ALGO_NONE)
+		return -1;
+	flags = pcs_page_shuffle(page, shuffled.data);
+	if (flags != 0)
+		src = shuffled.data;
+
+	/* dest serves as the estimate's scratch space when it is large enough */
+	if (algorithm == PCS_ALGO_ZSTD && capacity >= BLCKSZ &&
+		pcs_page_incompressible(src, dest))
+		return -1;
+
+	switch (algorithm)
+	{
+		case PCS_ALGO_ZSTD:
+#ifdef USE_ZSTD
+			{
+				size_t		r;
+
+				if (pcs_zstd_cctx == NULL)
+				{
+					pcs_zstd_cctx = ZSTD_createCCtx();
+					if (pcs_zstd_cctx == NULL)
+						return -1;
+				}
+
+				/*
+				 * no frame checksum, content size or dictionary id: our CRC
+				 * covers the image
+				 */
+				ZSTD_CCtx_reset(pcs_zstd_cctx, ZSTD_reset_session_and_parameters);
+				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_compressionLevel, level);
+				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_checksumFlag, 0);
+				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_contentSizeFlag, 0);
+				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_dictIDFlag, 0);
+				r = ZSTD_compress2(pcs_zstd_cctx, dest, capacity, src, BLCKSZ);
+				if (!ZSTD_isError(r))
+					len = (int) r;
+			}
+#endif
+			break;
+		case PCS_ALGO_LZ4:
+#ifdef USE_LZ4
+			len = LZ4_compress_default(src, dest, BLCKSZ, capacity);
+			if (len <= 0)
+				len = -1;
+#endif
+			break;
+		case PCS_ALGO_NONE:
+			break;
+	}
+
+	if (len < 0 || pcs_units_for(len) >= PCS_RAW_UNITS)
+		return -1;
+	*image_flags = flags;
+	return len;
+}
+
+/*
+ * Decompress an image of srclen bytes into page (BLCKSZ bytes).  NULL if it
+ * decompressed to exactly one page, else what went wrong.
+ */
+const char *
+pcs_decompress_page(PcsAlgorithm algorithm, const char *src, int srclen,
+					char *page)
+{
+	switch (algorithm)
+	{
+		case PCS_ALGO_ZSTD:
+#ifdef USE_ZSTD
+			{
+				size_t		r;
+
+				if (pcs_zstd_dctx == NULL)
+				{
+					pcs_zstd_dctx = ZSTD_createDCtx();
+					if (pcs_zstd_dctx == NULL)
+						return "out of memory for zstd decompression";
+				}
+				r = ZSTD_decompressDCtx(pcs_zstd_dctx, page, BLCKSZ, src, srclen);
+				if (ZSTD_isError(r))
+					return "zstd could not decompress the block image";
+				if (r != BLCKSZ)
+					return "block image decompressed to the wrong length";
+				return NULL;
+			}
+#else
+			return "compressed segment uses zstd, which this build does not support";
+#endif
+		case PCS_ALGO_LZ4:
+#ifdef USE_LZ4
+			{
+				int			r = LZ4_decompress_safe(src, page, srclen, BLCKSZ);
+
+				if (r < 0)
+					return "lz4 could not decompress the block image";
+				if (r != BLCKSZ)
+					return "block image decompressed to the wrong length";
+				return NULL;
+			}
+#else
+			return "compressed segment uses lz4, which this build does not support";
+#endif
+		case PCS_ALGO_NONE:
+			break;
+	}
+	return "unknown compression algorithm";
+}
+
+/*
+ * The page a stored image holds, whatever the entry's flags say it is (raw,
+ * compressed, or compressed after a shuffle).  NULL if page now holds it,
+ * else what went wrong.
+ */
+const char *
+pcs_decode_image(PcsAlgorithm algorithm, uint8 flags, const char *image,
+				 int len, char *page)
+{
+	PGAlignedBlock shuffled;
+	const char *problem;
+
+	if (flags & PCS_ENTRY_RAW)
+	{
+		if (len != BLCKSZ)
+			return "raw block image is not a whole block";
+		memcpy(page, image, BLCKSZ);
+		return NULL;
+	}
+	if ((flags & (PCS_ENTRY_SHUFFLED | PCS_ENTRY_SPLIT)) == 0)
+		return pcs_decompress_page(algorithm, image, len, page);
+	if ((flags & PCS_ENTRY_SHUFFLED) && (flags & PCS_ENTRY_SPLIT))
+		return "block image is marked as both shuffled and split";
+
+	problem = pcs_decompress_page(algorithm, image, len, shuffled.data);
+	if (problem != NULL)
+		return problem;
+	return pcs_page_unshuffle(shuffled.data, page,
+							  flags & (PCS_ENTRY_SHUFFLED | PCS_ENTRY_SPLIT));
+}

@@ -1,0 +1,789 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs_transform.c
+ *	  Reversible page transforms of page-compressed storage (pcs): the page
+ *	  shuffle and the index split, applied before compression.
+ *
+ * Like the rest of the format layer (pcs_format.c), nothing here does I/O
+ * or raises errors: the inverse returns NULL, or what is wrong with an
+ * image.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * The same file is compiled into frontend programs (see fe_utils/pcs_file.c),
+ * with FRONTEND defined.
+ *
+ * IDENTIFICATION
+ *	  src/backend/storage/smgr/pcs_transform.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef FRONTEND
+#include "postgres.h"
+#else
+#include "postgres_fe.h"
+#endif
+
+#ifndef FRONTEND
+#include "access/itup.h"
+#include "access/nbtree.h"
+#endif
+#include "port/pg_bitutils.h"
+#include "storage/bufpage.h"
+#include "storage/pcs_format.h"
+
+/*
+ * The page shuffle.
+ *
+ * General-purpose compressors model a stream of bytes; a PostgreSQL page is
+ * a table.  Its line pointer array is, more often than not, an arithmetic
+ * progression (items added one after another, each as long as the one
+ * before), which an LZ coder sees as 4-byte words that all differ.  Its
+ * tuples are rows of fields: the same field of successive tuples (a header
+ * word, an ascending key, alignment padding) repeats or changes slowly, but
+ * the repeats lie a tuple's length apart, behind bytes that differ.  So
+ * before compression a page in the standard layout is rearranged,
+ * reversibly:
+ *
+ * 1. every line pointer is replaced by its difference, as a uint32 modulo
+ *    2^32, from the one before it (the first from zero): a progression
+ *    becomes one repeated word;
+ * 2. the tuple space, pd_upper to pd_special, is read as rows of a stride S,
+ *    aligned to end at pd_special (items are placed downwards from there),
+ *    and written out column by column, so that each field of the tuples
+ *    becomes one run; the (length mod S) bytes at pd_upper stay in place.
+ *    S is the most common MAXALIGNed length of the page's normal items (the
+ *    smaller on a tie), at most PCS_SHUFFLE_MAX_STRIDE.
+ *
+ * The header, the hole between pd_lower and pd_upper and the special space
+ * are copied unchanged.  The inverse finds all it needs in the header
+ * (unchanged) and in the line pointers (restored first), so the image
+ * carries nothing extra; the map entry's PCS_ENTRY_SHUFFLED flag says the
+ * image was shuffled.  Pages whose header offsets do not describe a
+ * standard layout, pages without line pointers and pages whose line
+ * pointers point outside the tuple space are not shuffled (index pages of
+ * tuples of many lengths are split instead: see below).  Any
+ * bytes at all go through the pair unchanged; the offsets of the layout are
+ * only used after they are checked.  test/unit/pcs_format_test.c checks the
+ * round trip, and test/bench/compression/results-ratio.md what it saves.
+ */
+#define PCS_SHUFFLE_MAX_STRIDE	1024
+
+/*
+ * Does the page's header describe a standard layout?  If so, sets the number
+ * of line pointers, pd_upper and pd_special.
+ */
+static bool
+pcs_page_layout(const char *page, int *nitems, int *upper, int *special)
+{
+	PageHeaderData header;
+
+	memcpy(&header, page, SizeOfPageHeaderData);
+	if (header.pd_lower < SizeOfPageHeaderData ||
+		header.pd_lower > header.pd_upper ||
+		header.pd_upper > header.pd_special ||
+		header.pd_special > BLCKSZ ||
+		(header.pd_lower - SizeOfPageHeaderData) % sizeof(ItemIdData) != 0)
+		return false;
+	*nitems = (header.pd_lower - SizeOfPageHeaderData) / sizeof(ItemIdData);
+	*upper = header.pd_upper;
+	*special = header.pd_special;
+	return true;
+}
+
+/* The line pointer array of a page, as 32-bit words */
+static inline uint32
+pcs_lp_word(const char *page, int i)
+{
+	uint32		word;
+
+	memcpy(&word, page + SizeOfPageHeaderData + i * sizeof(ItemIdData),
+		   sizeof(word));
+	return word;
+}
+
+static inline void
+pcs_set_lp_word(char *page, int i, uint32 word)
+{
+	memcpy(page + SizeOfPageHeaderData + i * sizeof(ItemIdData), &word,
+		   sizeof(word));
+}
+
+/*
+ * The stride of step 2, from the page's (unshuffled) line pointers; 0:
+ * none.  If rows is not NULL, sets it to the number of items that long.
+ */
+static int
+pcs_shuffle_stride(const char *page, int nitems, int *rows)
+{
+	uint16		counts[PCS_SHUFFLE_MAX_STRIDE / MAXIMUM_ALIGNOF + 1];
+	int			best = 0;
+	int			stride = 0;
+
+	memset(counts, 0, sizeof(counts));
+	for (int i = 0; i < nitems; i++)
+	{
+		ItemIdData	lp;
+		int			len;
+		int			count;
+
+		memcpy(&lp, page + SizeOfPageHeaderData + i * sizeof(ItemIdData),
+			   sizeof(lp));
+		if (lp.lp_flags != LP_NORMAL || lp.lp_len == 0)
+			continue;
+		len = MAXALIGN(lp.lp_len);
+		if (len > PCS_SHUFFLE_MAX_STRIDE)
+			continue;
+		count = ++counts[len / MAXIMUM_ALIGNOF];
+		if (count > best || (count == best && len < stride))
+		{
+			best = count;
+			stride = len;
+		}
+	}
+	if (rows != NULL)
+		*rows = best;
+	return stride;
+}
+
+/*
+ * Transpose the 8x8 matrix of bytes held in x[0..7] (x[i] holding row i,
+ * byte j of it in bits 8j..8j+7): three rounds of swapping blocks across
+ * the diagonal, of one byte, then two, then four.
+ */
+static inline void
+pcs_transpose8x8(uint64 *x)
+{
+	for (int i = 0; i < 8; i += 2)
+	{
+		uint64		t = ((x[i] >> 8) ^ x[i + 1]) & UINT64CONST(0x00FF00FF00FF00FF);
+
+		x[i + 1] ^= t;
+		x[i] ^= t << 8;
+	}
+	for (int i = 0; i < 8; i++)
+	{
+		uint64		t;
+
+		if (i & 2)
+			continue;			/* pairs (0,2), (1,3), (4,6), (5,7) */
+		t = ((x[i] >> 16) ^ x[i + 2]) & UINT64CONST(0x0000FFFF0000FFFF);
+
+		x[i + 2] ^= t;
+		x[i] ^= t << 16;
+	}
+	for (int i = 0; i < 4; i++)
+	{
+		uint64		t = ((x[i] >> 32) ^ x[i + 4]) & UINT64CONST(0x00000000FFFFFFFF);
+
+		x[i + 4] ^= t;
+		x[i] ^= t << 32;
+	}
+}
+
+/*
+ * Step 2 and its inverse on the len bytes of the tuple space: rows of stride
+ * bytes ending at its end, to columns (or back, with inverse); the (len mod
+ * stride) bytes before the rows are copied as they are.  Blocks of
+ * 8 rows by 8 columns are moved as eight 64-bit words, transposed in
+ * registers (on little-endian machines, where byte j of a loaded word is
+ * its bits 8j..8j+7); the rest byte by byte.  Both ways give the same
+ * bytes.
+ */
+static void
+pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
+{
+	int			rows = len / stride;
+	int			lead = len % stride;
+	int			block_rows = 0;
+	int			block_cols = 0;
+
+	memcpy(dst, src, lead);
+	src += lead;
+	dst += lead;
+
+#ifndef WORDS_BIGENDIAN
+	block_rows = rows - rows % 8;
+	block_cols = stride - stride % 8;
+	for (int r = 0; r < block_rows; r += 8)
+	{
+		for (int c = 0; c < block_cols; c += 8)
+		{
+			uint64		x[8];
+
+			for (int i = 0; i < 8; i++)
+			{
+				if (inverse)
+					memcpy(&x[i], src + (c + i) * rows + r, 8);
+				else
+					memcpy(&x[i], src + (r + i) * stride + c, 8);
+			}
+			pcs_transpose8x8(x);
+			for (int i = 0; i < 8; i++)
+			{
+				if (inverse)
+					memcpy(dst + (r + i) * stride + c, &x[i], 8);
+				else
+					memcpy(dst + (c + i) * rows + r, &x[i], 8);
+			}
+		}
+	}
+#endif
+
+	/* what the blocks did not cover: the last rows, and the last columns */
+	for (int r = 0; r < rows; r++)
+	{
+		for (int c = (r < block_rows ? block_cols : 0); c < stride; c++)
+		{
+			if (inverse)
+				dst[r * stride + c] = src[c * rows + r];
+			else
+				dst[c * rows + r] = src[r * stride + c];
+		}
+	}
+}
+
+/*
+ * The index split.
+ *
+ * On index pages the transposition above falls short: a B-tree leaf whose
+ * keys repeat holds posting lists of varying length, so the tuples are no
+ * rows of one stride, and the heap TIDs that make most of such a page are
+ * sorted within each list but spread over all of the heap.  Pages whose
+ * special space is 16 bytes (B-tree, hash and GiST pages; the test depends
+ * on nothing else) and whose line pointers describe index tuples that lie
+ * apart from one another inside the tuple space are split instead: the
+ * tuple space is rewritten as streams, each a run of one kind of field,
+ * taking the tuples in line pointer order (key order, on a B-tree page):
+ *
+ * A. every tuple's t_info (IndexTupleData), transposed by 2;
+ * B. the t_tid of tuples with INDEX_ALT_TID_MASK (B-tree pivot tuples and
+ *    posting list tuples, whose t_tid holds other things), transposed by 6;
+ * C. the heap TIDs: each other tuple's t_tid and, on B-tree leaf pages,
+ *    each TID of a posting list (BTreeTupleIsPosting(), with its offset and
+ *    count in bounds), as its block number's difference from the TID
+ *    before (modulo 2^32) and its offset number, transposed by 6: a posting
+ *    list's sorted block numbers become small differences;
+ * D. the key bytes of every tuple (from the header to the posting list or
+ *    to the tuple's end), transposed by the most common key length;
+ * E. the bytes that follow a posting list inside its tuple;
+ * F. the bytes of the tuple space that no tuple covers, in address order.
+ *
+ * Every byte of the tuple space ends up in exactly one stream, so the image
+ * is a page again.  The inverse restores the line pointers first, which
+ * give the tuples' places; then A and B, which say what every tuple holds;
+ * then the rest.  The map entry's PCS_ENTRY_SPLIT flag says an image was
+ * split.  Pages the split does not apply to, and pages whose tuples are
+ * nine in ten of one length (where the transposition does as well, for
+ * less), are shuffled as above: pcs_page_shuffle() decides.
+ *
+ * The constants of access/itup.h and access/nbtree.h it relies on are
+ * fixed in pcs_format.h (PCS_SPLIT_SPECIAL and the others), because they are
+ * part of the stored format; the backend build checks them against
+ * upstream's headers below.
+ */
+#ifndef FRONTEND
+/*
+ * Images already stored were split with these values: should an upstream
+ * release change the layout they describe, the build must fail here, and
+ * the split learn the new layout under a new entry flag, rather than
+ * images of new pages be taken apart with the old one.
+ */
+StaticAssertDecl(PCS_SPLIT_SPECIAL == MAXALIGN(sizeof(BTPageOpaqueData)),
+				 "B-tree special space changed size");
+StaticAssertDecl(PCS_SPLIT_HEADER == sizeof(IndexTupleData),
+				 "index tuple header changed size");
+StaticAssertDecl(PCS_SPLIT_TID == sizeof(ItemPointerData),
+				 "item pointer changed size");
+StaticAssertDecl(PCS_ALT_TID_MASK == INDEX_ALT_TID_MASK,
+				 "INDEX_ALT_TID_MASK changed");
+StaticAssertDecl(PCS_BT_IS_POSTING == BT_IS_POSTING,
+				 "BT_IS_POSTING changed");
+StaticAssertDecl(PCS_BT_OFFSET_MASK == BT_OFFSET_MASK,
+				 "BT_OFFSET_MASK changed");
+StaticAssertDecl(PCS_BTP_LEAF == BTP_LEAF, "BTP_LEAF changed");
+StaticAssertDecl(PCS_MAX_BT_CYCLE_ID == MAX_BT_CYCLE_ID,
+				 "MAX_BT_CYCLE_ID changed");
+StaticAssertDecl(PCS_BT_FLAGS_OFFSET == offsetof(BTPageOpaqueData, btpo_flags),
+				 "btpo_flags moved");
+StaticAssertDecl(PCS_BT_CYCLEID_OFFSET == offsetof(BTPageOpaqueData, btpo_cycleid),
+				 "btpo_cycleid moved");
+#endif
+
+/* No page has room for more tuples with storage (a line pointer and a header) */
+#define PCS_SPLIT_MAX_ITEMS \
+	((BLCKSZ - SizeOfPageHeaderData) / (sizeof(ItemIdData) + PCS_SPLIT_HEADER))
+
+/* One index tuple of a page being split */
+typedef struct PcsSplitItem
+{
+	uint16		off;			/* where it starts */
+	uint16		len;			/* lp_len */
+	uint16		keyend;			/* end of its key bytes (stream D) */
+	uint16		nposting;		/* TIDs in its posting list, at keyend */
+	uint16		info;			/* its t_info */
+	bool		alt;			/* t_tid is not a heap TID */
+} PcsSplitItem;
+
+/* A page being split or joined again */
+typedef struct PcsSplit
+{
+	int			nitems;
+	PcsSplitItem items[PCS_SPLIT_MAX_ITEMS];
+	uint64		covered[BLCKSZ / 64];	/* bit per byte: it is a tuple's */
+} PcsSplit;
+
+/*
+ * Mark bytes [start, end) of the page as covered by a tuple.  False if any
+ * of them was already.
+ */
+static inline bool
+pcs_split_cover(uint64 *covered, int start, int end)
+{
+	while (start < end)
+	{
+		int			word = start / 64;
+		int			bit = start % 64;
+		int			nbits = Min(64 - bit, end - start);
+		uint64		mask = (nbits == 64 ? ~UINT64CONST(0) :
+							((UINT64CONST(1) << nbits) - 1) << bit);
+
+		if (covered[word] & mask)
+			return false;
+		covered[word] |= mask;
+		start += nbits;
+	}
+	return true;
+}
+
+/*
+ * Find the tuples of a page whose line pointers are set (restored, in the
+ * inverse).  False if the page is not one to split.
+ */
+static bool
+pcs_split_items(const char *page, int nlp, int upper, int special,
+				PcsSplit *split)
+{
+	if (special != BLCKSZ - PCS_SPLIT_SPECIAL)
+		return false;
+	split->nitems = 0;
+	memset(split->covered, 0, sizeof(split->covered));
+	for (int i = 0; i < nlp; i++)
+	{
+		ItemIdData	lp;
+		PcsSplitItem *item;
+
+		memcpy(&lp, page + SizeOfPageHeaderData + i * sizeof(ItemIdData),
+			   sizeof(lp));
+		if (lp.lp_len == 0)
+			continue;			/* no storage */
+		if (lp.lp_len < PCS_SPLIT_HEADER || lp.lp_off < upper ||
+			lp.lp_off + lp.lp_len > special ||
+			split->nitems >= PCS_SPLIT_MAX_ITEMS)
+			return false;
+		if (!pcs_split_cover(split->covered, lp.lp_off,
+							 lp.lp_off + lp.lp_len))
+			return false;		/* tuples overlap */
+		item = &split->items[split->nitems++];
+		item->off = lp.lp_off;
+		item->len = lp.lp_len;
+	}
+	return split->nitems > 0;
+}
+
+/*
+ * Where each tuple's posting list is, if it has one, from its t_info and
+ * t_tid (restored by now, in the inverse) and the page's special space.
+ */
+static void
+pcs_split_plan(const char *page, int special, PcsSplit *split)
+{
+	uint16		btflags;
+	uint16		cycleid;
+	bool		btleaf;
+
+	memcpy(&btflags, page + special + PCS_BT_FLAGS_OFFSET, sizeof(btflags));
+	memcpy(&cycleid, page + special + PCS_BT_CYCLEID_OFFSET, sizeof(cycleid));
+	btleaf = (btflags & PCS_BTP_LEAF) != 0 && cycleid <= PCS_MAX_BT_CYCLE_ID;
+
+	for (int i = 0; i < split->nitems; i++)
+	{
+		PcsSplitItem *item = &split->items[i];
+		uint16		tid[3];		/* bi_hi, bi_lo, ip_posid */
+
+		item->keyend = item->len;
+		item->nposting = 0;
+		if (!btleaf || !item->alt)
+			continue;
+		memcpy(tid, page + item->off, sizeof(tid));
+		if ((tid[2] & PCS_BT_IS_POSTING) != 0)
+		{
+			uint32		postoff = ((uint32) tid[0] << 16) | tid[1];
+			uint32		n = tid[2] & PCS_BT_OFFSET_MASK;
+
+			if (postoff >= PCS_SPLIT_HEADER &&
+				postoff + n * PCS_SPLIT_TID <= item->len)
+			{
+				item->keyend = (uint16) postoff;
+				item->nposting = (uint16) n;
+			}
+		}
+	}
+}
+
+/*
+ * Move len bytes between the page at off and the stream at *pos (to the
+ * stream, or back with inverse).
+ */
+static inline void
+pcs_split_move(char *page, int off, char *stream, int *pos, int len,
+			   bool inverse)
+{
+	if (inverse)
+		memcpy(page + off, stream + *pos, len);
+	else
+		memcpy(stream + *pos, page + off, len);
+	*pos += len;
+}
+
+/*
+ * Move the n-byte field at field between the page and row k of a stream of
+ * rows such fields, transposed: byte j of the field is at stream[j * rows +
+ * k].  This is what pcs_transpose() makes of the fields laid end to end.
+ */
+static inline void
+pcs_split_field(char *field, char *stream, int rows, int k, int n,
+				bool inverse)
+{
+	for (int j = 0; j < n; j++)
+	{
+		if (inverse)
+			field[j] = stream[j * rows + k];
+		else
+			stream[j * rows + k] = field[j];
+	}
+}
+
+/*
+ * Move n heap TIDs at tids between the page and rows k.. of stream C (of
+ * rows TIDs): each as its offset number, then its block number less that
+ * of the TID before (*block), both least significant byte first, byte j
+ * of each in plane j of the stream.
+ */
+static inline void
+pcs_split_tids(char *tids, int n, char *stream, int rows, int k,
+			   uint32 *block, bool inverse)
+{
+	unsigned char *p = (unsigned char *) stream + k;
+	uint32		b = *block;
+
+	for (int t = 0; t < n; t++, p++, tids += PCS_SPLIT_TID)
+	{
+		uint16		hi;			/* the fields of ItemPointerData */
+		uint16		lo;
+		uint16		posid;
+
+		/* field by field: a wider load of narrower stores would stall */
+		if (inverse)
+		{
+			posid = p[0] | p[rows] << 8;
+			b += (uint32) p[2 * rows] | (uint32) p[3 * rows] << 8 |
+				(uint32) p[4 * rows] << 16 | (uint32) p[5 * rows] << 24;
+			hi = (uint16) (b >> 16);
+			lo = (uint16) b;
+			memcpy(tids, &hi, sizeof(uint16));
+			memcpy(tids + 2, &lo, sizeof(uint16));
+			memcpy(tids + 4, &posid, sizeof(uint16));
+		}
+		else
+		{
+			uint32		delta;
+
+			memcpy(&hi, tids, sizeof(uint16));
+			memcpy(&lo, tids + 2, sizeof(uint16));
+			memcpy(&posid, tids + 4, sizeof(uint16));
+			delta = (((uint32) hi << 16) | lo) - b;
+			b += delta;
+			p[0] = (unsigned char) posid;
+			p[rows] = (unsigned char) (posid >> 8);
+			p[2 * rows] = (unsigned char) delta;
+			p[3 * rows] = (unsigned char) (delta >> 8);
+			p[4 * rows] = (unsigned char) (delta >> 16);
+			p[5 * rows] = (unsigned char) (delta >> 24);
+		}
+	}
+	*block = b;
+}
+
+/*
+ * The streams of the split (inverse false) or their inverse, for the
+ * tuples split describes: from the tuple space of the unsplit page (in) to
+ * that of the image (out), or back.  out already holds in, with the line
+ * pointers differenced or restored.
+ */
+static void
+pcs_split_streams(const char *in, char *out, bool inverse, int upper,
+				  int special, PcsSplit *split)
+{
+	PGAlignedBlock keys;
+	char	   *page = inverse ? out : unconstify(char *, in);
+	char	   *image = inverse ? unconstify(char *, in) : out;
+	int			nitems = split->nitems;
+	int			pos = upper;	/* where the next stream starts in image */
+	int			rows;
+	int			len;
+	int			k;
+	int			stride;
+	uint32		block = 0;
+	uint16		counts[PCS_SHUFFLE_MAX_STRIDE / MAXIMUM_ALIGNOF + 1];
+	int			best = 0;
+
+	/* A and B first: pcs_split_plan() reads them from the page */
+	rows = 0;
+	for (int i = 0; i < nitems; i++)
+	{
+		PcsSplitItem *item = &split->items[i];
+		unsigned char *plane = (unsigned char *) image + pos + i;
+
+		if (inverse)
+		{
+			item->info = plane[0] | plane[nitems] << 8;
+			memcpy(page + item->off + PCS_SPLIT_TID, &item->info,
+				   sizeof(uint16));
+		}
+		else
+		{
+			memcpy(&item->info, page + item->off + PCS_SPLIT_TID,
+				   sizeof(uint16));
+			plane[0] = (unsigned char) item->info;
+			plane[nitems] = (unsigned char) (item->info >> 8);
+		}
+		item->alt = (item->info & PCS_ALT_TID_MASK) != 0;
+		rows += item->alt;
+	}
+	pos += nitems * sizeof(uint16);
+
+	k = 0;
+	for (int i = 0; i < nitems; i++)
+	{
+		if (split->items[i].alt)
+			pcs_split_field(page + split->items[i].off, image + pos, rows,
+							k++, PCS_SPLIT_TID, inverse);
+	}
+	pos += rows * PCS_SPLIT_TID;
+
+	pcs_split_plan(page, special, split);
+
+	/* C: the heap TIDs */
+	rows = 0;
+	for (int i = 0; i < nitems; i++)
+		rows += (split->items[i].alt ? 0 : 1) + split->items[i].nposting;
+	k = 0;
+	for (int i = 0; i < nitems; i++)
+	{
+		PcsSplitItem *item = &split->items[i];
+		char	   *tuple = page + item->off;
+
+		if (!item->alt)
+			pcs_split_tids(tuple, 1, image + pos, rows, k++, &block, inverse);
+		pcs_split_tids(tuple + item->keyend, item->nposting, image + pos, rows,
+					   k, &block, inverse);
+		k += item->nposting;
+	}
+	pos += rows * PCS_SPLIT_TID;
+
+	/* D: the keys, laid end to end and transposed by their commonest length */
+	memset(counts, 0, sizeof(counts));
+	len = 0;
+	stride = 0;
+	for (int i = 0; i < nitems; i++)
+	{
+		int			keylen = split->items[i].keyend - PCS_SPLIT_HEADER;
+
+		len += keylen;
+		if (keylen > 0 && keylen <= PCS_SHUFFLE_MAX_STRIDE &&
+			keylen % MAXIMUM_ALIGNOF == 0)
+		{
+			int			count = ++counts[keylen / MAXIMUM_ALIGNOF];
+
+			if (count > best || (count == best && keylen < stride))
+			{
+				best = count;
+				stride = keylen;
+			}
+		}
+	}
+	if (stride == 0)
+		stride = 1;				/* no transposition */
+	if (inverse)
+		pcs_transpose(image + pos, keys.data, len, stride, true);
+	k = 0;
+	for (int i = 0; i < nitems; i++)
+	{
+		int			keylen = split->items[i].keyend - PCS_SPLIT_HEADER;
+		int			off = split->items[i].off + PCS_SPLIT_HEADER;
+
+		if (keylen == MAXIMUM_ALIGNOF)	/* the common case, inlined */
+			pcs_split_move(page, off, keys.data, &k, MAXIMUM_ALIGNOF, inverse);
+		else
+			pcs_split_move(page, off, keys.data, &k, keylen, inverse);
+	}
+	if (!inverse && len > 0)
+		pcs_transpose(keys.data, image + pos, len, stride, false);
+	pos += len;
+
+	/* E: what follows the posting lists, and F: what no tuple covers */
+	for (int i = 0; i < nitems; i++)
+	{
+		PcsSplitItem *item = &split->items[i];
+		int			tail = item->keyend + item->nposting * PCS_SPLIT_TID;
+
+		if (tail < item->len)
+			pcs_split_move(page, item->off + tail, image, &pos,
+						   item->len - tail, inverse);
+	}
+	for (int b = upper; b < special;)
+	{
+		uint64		free = ~split->covered[b / 64] >> (b % 64);
+		int			start;
+
+		if (free == 0)
+		{
+			b += 64 - b % 64;	/* the rest of this word is covered */
+			continue;
+		}
+		start = b + pg_rightmost_one_pos64(free);
+		if (start >= special)
+			break;
+		b = start;
+		while (b < special && (split->covered[b / 64] >> (b % 64) & 1) == 0)
+			b++;
+		pcs_split_move(page, start, image, &pos, b - start, inverse);
+	}
+	Assert(pos == special);
+}
+
+/*
+ * The shuffle or the split (how: PCS_ENTRY_SHUFFLED or PCS_ENTRY_SPLIT), or
+ * with inverse their inverse, from in to out (BLCKSZ bytes each).  NULL if
+ * done, else why not; out is untouched if the page does not have what the
+ * forward direction needs.
+ */
+static const char *
+pcs_shuffle(const char *in, char *out, uint8 how, bool inverse)
+{
+	PcsSplit	split;
+	int			nitems;
+	int			upper;
+	int			special;
+	int			stride;
+	uint32		prev = 0;
+
+	if (!pcs_page_layout(in, &nitems, &upper, &special) || nitems == 0)
+		return "the block image does not have a page layout to shuffle";
+	if (how == PCS_ENTRY_SPLIT && !inverse &&
+		!pcs_split_items(in, nitems, upper, special, &split))
+		return "the page does not hold index tuples to split";
+
+	memcpy(out, in, BLCKSZ);
+	for (int i = 0; i < nitems; i++)
+	{
+		uint32		word = pcs_lp_word(in, i);
+
+		if (inverse)
+		{
+			prev += word;
+			pcs_set_lp_word(out, i, prev);
+		}
+		else
+		{
+			pcs_set_lp_word(out, i, word - prev);
+			prev = word;
+		}
+	}
+
+	if (how == PCS_ENTRY_SPLIT)
+	{
+		/* the tuples are found from the line pointers, restored by now */
+		if (inverse && !pcs_split_items(out, nitems, upper, special, &split))
+			return "the block image does not hold index tuples to join";
+		pcs_split_streams(in, out, inverse, upper, special, &split);
+		return NULL;
+	}
+
+	/* the stride comes from the unshuffled line pointers, restored by now */
+	stride = pcs_shuffle_stride(inverse ? out : in, nitems, NULL);
+	if (stride > 0)
+		pcs_transpose(in + upper, out + upper, special - upper, stride, inverse);
+	return NULL;
+}
+
+/*
+ * Do the page's line pointers with storage all point into its tuple space?
+ * Pages that use the space after the header otherwise, such as GIN posting
+ * tree pages, which keep compressed posting lists below pd_lower, are not
+ * made of line pointers and tuples, and are better compressed as they are.
+ */
+static bool
+pcs_page_has_tuples(const char *page, int nitems, int upper, int special)
+{
+	for (int i = 0; i < nitems; i++)
+	{
+		ItemIdData	lp;
+
+		memcpy(&lp, page + SizeOfPageHeaderData + i * sizeof(ItemIdData),
+			   sizeof(lp));
+		if (lp.lp_len != 0 &&
+			(lp.lp_off < upper || lp.lp_off + lp.lp_len > special))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Rearrange a page into out (BLCKSZ bytes) for compression: split it if it
+ * holds index tuples of many lengths, else shuffle it.  Returns the entry
+ * flag that says which (PCS_ENTRY_SPLIT or PCS_ENTRY_SHUFFLED), or 0, with
+ * out untouched, if the page is not made of line pointers and tuples.
+ */
+uint8
+pcs_page_shuffle(const char *page, char *out)
+{
+	int			nitems;
+	int			upper;
+	int			special;
+	int			rows;
+
+	if (!pcs_page_layout(page, &nitems, &upper, &special) || nitems == 0 ||
+		!pcs_page_has_tuples(page, nitems, upper, special))
+		return 0;
+
+	/*
+	 * Where one length covers nine in ten of the tuples (a unique index, a
+	 * page without posting lists), the transposition puts the fields in runs
+	 * as well as the split does, and costs less than half as much.
+	 */
+	if (special == BLCKSZ - PCS_SPLIT_SPECIAL)
+	{
+		(void) pcs_shuffle_stride(page, nitems, &rows);
+		if (rows * 10 < nitems * 9 &&
+			pcs_shuffle(page, out, PCS_ENTRY_SPLIT, false) == NULL)
+			return PCS_ENTRY_SPLIT;
+	}
+	if (pcs_shuffle(page, out, PCS_ENTRY_SHUFFLED, false) == NULL)
+		return PCS_ENTRY_SHUFFLED;
+	return 0;
+}
+
+/*
+ * Undo pcs_page_shuffle(), which returned how (PCS_ENTRY_SPLIT or
+ * PCS_ENTRY_SHUFFLED): from in to page (BLCKSZ bytes each).  NULL if done,
+ * else what is wrong with the image.
+ */
+const char *
+pcs_page_unshuffle(const char *in, char *page, uint8 how)
+{
+	Assert(how == PCS_ENTRY_SPLIT || how == PCS_ENTRY_SHUFFLED);
+	return pcs_shuffle(in, page, how, true);
+}
+
