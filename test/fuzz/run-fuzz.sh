@@ -15,6 +15,7 @@
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
+. "$TOP/test/lib.sh"
 OUT=$TOP/build/fuzz
 PG_CONFIG=${PG_CONFIG:-$TOP/build/install/bin/pg_config}
 FUZZ_SECONDS=${FUZZ_SECONDS:-600}
@@ -37,7 +38,7 @@ echo "--- building $OUT/pcs_fuzz with $("$CLANG" --version | head -n 1)"
 	-Wno-ignored-attributes \
 	-I"$TOP/src/include" -I"$("$PG_CONFIG" --includedir-server)" \
 	-o "$OUT/pcs_fuzz" \
-	"$TOP/test/fuzz/pcs_fuzz.c" "$TOP"/src/backend/storage/smgr/pcs_{codec,estimate,format,transform}.c \
+	"$TOP/test/fuzz/pcs_fuzz.c" $PCS_FORMAT_SOURCES \
 	"$TOP/test/common/pcs_frontend.c" \
 	-L"$("$PG_CONFIG" --libdir)" -lpgcommon -lpgport $libs
 
