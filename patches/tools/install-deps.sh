@@ -8,9 +8,11 @@
 
 set -euo pipefail
 
+# libxml2-utils and docbook-xml validate the SGML documentation in make check;
+# xsltproc and docbook-xsl build it (make -C build/obj/doc/src/sgml html).
 PACKAGES="build-essential bison flex pkg-config ccache git curl ca-certificates bzip2
 	libreadline-dev zlib1g-dev liblz4-dev libzstd-dev libicu-dev
-	libipc-run-perl $*"
+	libipc-run-perl libxml2-utils docbook-xml xsltproc docbook-xsl $*"
 
 missing=""
 for p in $PACKAGES; do
