@@ -355,7 +355,7 @@ fuzz_roundtrip(const uint8_t *data, size_t size)
 		free(shuffled);
 	}
 
-	len = pcs_compress_page(algo, 1, page, dest, capacity, &flags);
+	len = pcs_compress_page(algo, 1, page, dest, capacity, &flags, NULL);
 	if (len > capacity)
 		fuzz_fail("compression wrote more than its capacity");
 	if ((len < 0) != (flags == PCS_ENTRY_RAW))

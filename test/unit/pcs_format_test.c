@@ -326,12 +326,12 @@ test_codec(PcsAlgorithm algo)
 	const char *name = pcs_algorithm_name(algo);
 
 	memset(page, 0, BLCKSZ);
-	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags);
+	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags, NULL);
 	snprintf(msg, sizeof(msg), "%s: a zero page compresses to one unit, unshuffled", name);
 	check(len > 0 && pcs_units_for(len) == 1 && flags == 0, msg);
 
 	make_text_page(page, 42);
-	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags);
+	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags, NULL);
 	snprintf(msg, sizeof(msg), "%s: a text page compresses and saves units", name);
 	check(len > 0 && pcs_units_for(len) < PCS_RAW_UNITS, msg);
 	snprintf(msg, sizeof(msg), "%s: it decompresses to the same page", name);
@@ -361,7 +361,7 @@ test_codec(PcsAlgorithm algo)
 
 	make_random_page(page, 7);
 	snprintf(msg, sizeof(msg), "%s: a random page is stored raw", name);
-	check(pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags) == -1 &&
+	check(pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags, NULL) == -1 &&
 		  flags == PCS_ENTRY_RAW, msg);
 }
 
@@ -408,6 +408,147 @@ make_btree_page(char *page, unsigned seed)
 		memcpy(tup + 8, &key, 4);
 	}
 	memset(page + special, 0x42, 16);
+}
+
+/*
+ * A heap page of rows of varying length, as decision-support tables have: a
+ * key, a date-like integer, a short code and a comment of words, each row
+ * MAXALIGNed and placed downwards from the end, with line pointers.  The
+ * shuffle transposes it by its most common length, which scatters every
+ * field.
+ */
+static void
+make_varying_heap_page(char *page, unsigned seed)
+{
+	const char *words[] = {"furiously", "quickly", "carefully", "ironic",
+		"final", "pending", "regular", "express", "deposits", "requests",
+	"accounts", "packages", "foxes", "sleep", "haggle", "among"};
+	int			upper = BLCKSZ;
+	int			n = 0;
+
+	memset(page, 0, BLCKSZ);
+	for (;;)
+	{
+		char		row[128];
+		int			len = 0;
+		int			clen = 10 + next_rand(&seed) % 34;
+		int32		key = 4 * (seed % 100000 + n);
+		int32		day = 8000 + next_rand(&seed) % 2400;
+		ItemIdData	lp;
+
+		memset(row, 0, sizeof(row));
+		row[len++] = 0x02;		/* a tuple header's flavour of bytes */
+		row[len++] = (char) n;
+		len = 24;
+		memcpy(row + len, &key, 4);
+		len += 4;
+		memcpy(row + len, &day, 4);
+		len += 4;
+		memcpy(row + len, "R|F", 3);
+		len += 3;
+		row[len++] = (char) (clen << 1 | 1);	/* a short varlena header */
+		while (clen > 0)
+		{
+			const char *w = words[next_rand(&seed) % 16];
+			int			k = Min((int) strlen(w), clen);
+
+			memcpy(row + len, w, k);
+			len += k;
+			clen -= k;
+			if (clen > 0)
+			{
+				row[len++] = ' ';
+				clen--;
+			}
+		}
+		if (upper - MAXALIGN(len) < SizeOfPageHeaderData + (n + 1) * (int) sizeof(ItemIdData))
+			break;
+		upper -= MAXALIGN(len);
+		memcpy(page + upper, row, len);
+		lp.lp_off = upper;
+		lp.lp_flags = LP_NORMAL;
+		lp.lp_len = len;
+		memcpy(page + SizeOfPageHeaderData + n * sizeof(ItemIdData), &lp, sizeof(lp));
+		n++;
+	}
+	set_layout(page, SizeOfPageHeaderData + n * sizeof(ItemIdData), upper, BLCKSZ);
+}
+
+/*
+ * The choice of pcs_compress_page(): a transform is used where it makes the
+ * image smaller, never where plain compression does better, and what it
+ * gains on the pages tried both ways decides for those between.
+ */
+static void
+test_choice(void)
+{
+#ifdef USE_ZSTD
+	char		page[BLCKSZ];
+	char		shuffled[BLCKSZ];
+	char		comp[2 * BLCKSZ];
+	char		back[BLCKSZ];
+	uint8		flags;
+	int			len;
+	size_t		plain;
+	size_t		after;
+	bool		never_worse = true;
+	bool		shuffle_hurts = true;
+	PcsCodecState state;
+	int			transformed = 0;
+
+	/* rows of varying length: the shuffle hurts, the codec does not use it */
+	for (unsigned seed = 1; seed <= 20; seed++)
+	{
+		make_varying_heap_page(page, seed);
+		if (pcs_page_shuffle(page, shuffled) != PCS_ENTRY_SHUFFLED)
+			shuffle_hurts = false;
+		plain = ZSTD_compress(comp, sizeof(comp), page, BLCKSZ, 1);
+		after = ZSTD_compress(comp, sizeof(comp), shuffled, BLCKSZ, 1);
+		if (ZSTD_isError(plain) || ZSTD_isError(after) ||
+			pcs_units_for((int) after) <= pcs_units_for((int) plain))
+			shuffle_hurts = false;
+		len = pcs_compress_page(PCS_ALGO_ZSTD, 1, page, comp, sizeof(comp),
+								&flags, NULL);
+		if (len < 0 || pcs_units_for(len) > pcs_units_for((int) plain) ||
+			flags != 0 ||
+			pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back) != NULL ||
+			memcmp(back, page, BLCKSZ) != 0)
+			never_worse = false;
+	}
+	check(shuffle_hurts,
+		  "rows of varying length have a shuffle, and it takes more units than plain zstd");
+	check(never_worse,
+		  "on them the codec stores plain zstd images, no larger, and they decode");
+
+	/* what a segment's state learns: plain here, so no transform between */
+	memset(&state, 0, sizeof(state));
+	for (unsigned seed = 1; seed <= 64; seed++)
+	{
+		make_varying_heap_page(page, seed);
+		len = pcs_compress_page(PCS_ALGO_ZSTD, 1, page, comp, sizeof(comp),
+								&flags, &state);
+		if (len < 0 || flags != 0)
+			transformed++;
+	}
+	check(transformed == 0 && state.gain < 0,
+		  "a segment of such pages learns that the shuffle does not pay");
+
+	/* fixed-length index tuples: the shuffle pays, and is used throughout */
+	memset(&state, 0, sizeof(state));
+	transformed = 0;
+	for (unsigned seed = 1; seed <= 64; seed++)
+	{
+		make_btree_page(page, seed);
+		len = pcs_compress_page(PCS_ALGO_ZSTD, 1, page, comp, sizeof(comp),
+								&flags, &state);
+		if (len >= 0 && flags == PCS_ENTRY_SHUFFLED &&
+			pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back) == NULL &&
+			memcmp(back, page, BLCKSZ) == 0)
+			transformed++;
+	}
+	check(transformed == 64 && state.gain > 0,
+		  "a segment of fixed-length tuples shuffles every page, tried both ways or not");
+#endif
 }
 
 /* The shuffle of pcs_compress_page(): reversible for any bytes, and useful */
@@ -1128,6 +1269,7 @@ main(void)
 	test_entry();
 	test_allocation();
 	test_shuffle();
+	test_choice();
 	test_split();
 #if defined(USE_LZ4) && defined(USE_ZSTD)
 	test_estimate();

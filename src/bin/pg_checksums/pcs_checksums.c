@@ -108,6 +108,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 	PGAlignedBlock hbuf;
 	PcsHeader  *header = (PcsHeader *) hbuf.data;
 	PcsMapEntry *map;
+	PcsCodecState codec = {0};	/* as the server learns per segment */
 	struct stat st;
 	const char *problem;
 	BlockNumber nblocks;
@@ -204,7 +205,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		/* a new image with the checksum, in fresh units at the end */
 		phdr->pd_checksum = csum;
 		len = pcs_compress_page(header->algorithm, header->level, page.data,
-								image.data, BLCKSZ, &image_flags);
+								image.data, BLCKSZ, &image_flags, &codec);
 		src = len < 0 ? page.data : image.data;
 		if (len < 0)
 			len = BLCKSZ;

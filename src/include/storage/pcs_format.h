@@ -250,6 +250,18 @@ extern const char *pcs_entry_check(const PcsMapEntry *entry,
 extern int	pcs_units_to_allocate(int stored, bool grown);
 
 /*
+ * What the codec has learnt about the pages of one segment, in one process:
+ * whether the transform of pcs_page_shuffle() pays on them
+ * (pcs_compress_page()).  Zeroed to begin with.
+ */
+typedef struct PcsCodecState
+{
+	uint32		pages;			/* pages compressed with this state */
+	int32		gain;			/* bytes of units the transform saved on pages
+								 * tried both ways, decayed (PCS_GAIN_DECAY) */
+} PcsCodecState;
+
+/*
  * The layout of index pages that the index split relies on
  * (pcs_transform.c): values of access/itup.h and access/nbtree.h, fixed
  * here because split images depend on them, and checked against those
@@ -274,7 +286,7 @@ extern uint8 pcs_page_shuffle(const char *page, char *out);
 extern const char *pcs_page_unshuffle(const char *in, char *page, uint8 how);
 extern int	pcs_compress_page(PcsAlgorithm algorithm, int level,
 							  const char *page, char *dest, int capacity,
-							  uint8 *image_flags);
+							  uint8 *image_flags, PcsCodecState *state);
 extern const char *pcs_decompress_page(PcsAlgorithm algorithm,
 									   const char *src, int srclen,
 									   char *page);

@@ -76,6 +76,7 @@ main(int argc, char **argv)
 	for (int f = 2; f < argc; f++)
 	{
 		FILE	   *fp = fopen(argv[f], "rb");
+		PcsCodecState codec = {0};	/* one per segment, as the server */
 
 		if (fp == NULL)
 		{
@@ -106,7 +107,7 @@ main(int argc, char **argv)
 			/* the storage manager's codec */
 			t = cpu_us();
 			len = pcs_compress_page(PCS_ALGO_ZSTD, level, page.data, image.data,
-									BLCKSZ, &flags);
+									BLCKSZ, &flags, &codec);
 			c_pcs += cpu_us() - t;
 			units_pcs += stored_units(len);
 			if (len >= 0)

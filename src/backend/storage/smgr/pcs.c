@@ -63,6 +63,7 @@ typedef struct PcsSegment
 	uint32		capacity;		/* units the file is known to hold */
 	uint64		alloc_seen;		/* allocation word when capacity was read */
 	dlist_node	lru;			/* place in pcs_mapped, while mapped */
+	PcsCodecState codec;		/* what the codec learnt of its pages */
 	/* chunks of the map known to have storage (pcs_map_chunk_ready) */
 	uint64		map_ready[(PCS_MAP_CHUNKS + 63) / 64];
 } PcsSegment;
@@ -1232,7 +1233,8 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	 */
 	memcpy(page.data, buffer, BLCKSZ);
 	len = pcs_compress_page(seg->header->algorithm, seg->header->level,
-							page.data, image.data, BLCKSZ, &image_flags);
+							page.data, image.data, BLCKSZ, &image_flags,
+							&seg->codec);
 	if (len < 0)
 	{
 		src = page.data;

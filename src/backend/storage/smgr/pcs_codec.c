@@ -39,35 +39,32 @@ static ZSTD_DCtx *pcs_zstd_dctx = NULL;
 #endif
 
 /*
- * Compress one page into dest (capacity bytes), shuffled first when it has
- * a page layout.  Returns the compressed length and sets *image_flags to
- * the entry flags of the image (PCS_ENTRY_SPLIT, PCS_ENTRY_SHUFFLED or 0,
- * from pcs_page_shuffle()), or returns -1
- * with *image_flags PCS_ENTRY_RAW if the page should be stored raw:
- * compression failed, or did not save at least one unit, or the page looks
- * as if it would not and was not tried (pcs_page_incompressible(), on the
- * bytes that would be compressed).
+ * Which pages are compressed both with and without their transform: the
+ * first PCS_TRY_FIRST pages a PcsCodecState sees, and then one in
+ * PCS_TRY_EVERY.  Between them the state's verdict decides.
  */
-int
-pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
-				  char *dest, int capacity, uint8 *image_flags)
+#define PCS_TRY_FIRST		16
+#define PCS_TRY_EVERY		8
+
+/*
+ * The transform is kept while it saves more than this many bytes per page
+ * tried both ways, on average (decayed by 1/PCS_GAIN_DECAY per page), in
+ * whole units, since bytes that do not add up to a unit are not stored: a
+ * transformed image costs more to decode, and a transform that saves a
+ * unit on fewer than one page in sixteen is not worth that.
+ */
+#define PCS_GAIN_MIN		32
+#define PCS_GAIN_DECAY		8
+
+/*
+ * Compress BLCKSZ bytes of src into dest (capacity bytes) with the
+ * algorithm: the compressed length, or -1.
+ */
+static int
+pcs_compress_bytes(PcsAlgorithm algorithm, int level, const char *src,
+				   char *dest, int capacity)
 {
-	PGAlignedBlock shuffled;
-	const char *src = page;
-	uint8		flags = 0;
 	int			len = -1;
-
-	*image_flags = PCS_ENTRY_RAW;
-	if (algorithm == PCS_ALGO_NONE)
-		return -1;
-	flags = pcs_page_shuffle(page, shuffled.data);
-	if (flags != 0)
-		src = shuffled.data;
-
-	/* dest serves as the estimate's scratch space when it is large enough */
-	if (algorithm == PCS_ALGO_ZSTD && capacity >= BLCKSZ &&
-		pcs_page_incompressible(src, dest))
-		return -1;
 
 	switch (algorithm)
 	{
@@ -108,10 +105,97 @@ pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
 		case PCS_ALGO_NONE:
 			break;
 	}
+	return len;
+}
 
+/*
+ * Compress one page into dest (capacity bytes).  Returns the compressed
+ * length and sets *image_flags to the entry flags of the image
+ * (PCS_ENTRY_SPLIT or PCS_ENTRY_SHUFFLED when it went through that
+ * transform first, else 0), or returns -1 with *image_flags PCS_ENTRY_RAW
+ * if the page should be stored raw: compression failed, or did not save at
+ * least one unit, or the page looks as if it would not and was not tried
+ * (pcs_page_incompressible()).
+ *
+ * Whether the transform pcs_page_shuffle() offers is used is decided by
+ * what it gains, not by the page's shape alone.  The shuffle and the split
+ * turn each field of fixed-width rows and index tuples into a run, and
+ * gain a factor of two to four there; on rows of varying length they
+ * scatter the fields, and plain compression does up to twice as well.  So
+ * some pages are compressed both ways and keep the smaller image (the
+ * untransformed one when they take the same units: it decodes faster), and
+ * what the transform saved on them, in state, decides for the pages in
+ * between, which are compressed once.  state belongs to one segment of
+ * one relation in one process (its pages are alike, more than those of a
+ * whole server); NULL compresses every page both ways.
+ */
+int
+pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
+				  char *dest, int capacity, uint8 *image_flags,
+				  PcsCodecState *state)
+{
+	PGAlignedBlock transformed;
+	PGAlignedBlock other;
+	bool		try_both;
+	uint8		how = 0;
+	int			len;
+	int			tlen;
+
+	*image_flags = PCS_ENTRY_RAW;
+	if (algorithm == PCS_ALGO_NONE)
+		return -1;
+
+	try_both = state == NULL || state->pages < PCS_TRY_FIRST ||
+		state->pages % PCS_TRY_EVERY == 0;
+	if (state != NULL)
+		state->pages++;
+	if (try_both || state->gain > PCS_GAIN_MIN * PCS_GAIN_DECAY)
+		how = pcs_page_shuffle(page, transformed.data);
+
+	/*
+	 * The estimate reads the bytes' histogram, which no transform changes,
+	 * and probes for repeats with lz4; dest serves as its scratch space when
+	 * it is large enough.
+	 */
+	if (algorithm == PCS_ALGO_ZSTD && capacity >= BLCKSZ &&
+		pcs_page_incompressible(how != 0 && !try_both ? transformed.data : page,
+								dest))
+		return -1;
+
+	if (how == 0 || !try_both)
+	{
+		len = pcs_compress_bytes(algorithm, level,
+								 how != 0 ? transformed.data : page,
+								 dest, capacity);
+		if (len < 0 || pcs_units_for(len) >= PCS_RAW_UNITS)
+			return -1;
+		*image_flags = how;
+		return len;
+	}
+
+	/* both ways: the page into dest, the transformed page into other */
+	len = pcs_compress_bytes(algorithm, level, page, dest, capacity);
+	tlen = pcs_compress_bytes(algorithm, level, transformed.data, other.data,
+							  Min(capacity, BLCKSZ));
+	if (state != NULL)
+	{
+		/* in whole units, which is what is stored */
+		int			saved = (pcs_units_for(len < 0 ? BLCKSZ : len) -
+							 pcs_units_for(tlen < 0 ? BLCKSZ : tlen)) * PCS_UNIT_SIZE;
+
+		state->gain += saved - state->gain / PCS_GAIN_DECAY;
+	}
+	if (tlen >= 0 &&
+		(len < 0 || pcs_units_for(tlen) < pcs_units_for(len)))
+	{
+		memcpy(dest, other.data, tlen);
+		len = tlen;
+	}
+	else
+		how = 0;
 	if (len < 0 || pcs_units_for(len) >= PCS_RAW_UNITS)
 		return -1;
-	*image_flags = flags;
+	*image_flags = how;
 	return len;
 }
 
