@@ -166,7 +166,7 @@ fuzz_header(const uint8_t *data, size_t size, bool fixup)
 	if (fixup)
 		fixup_header(h, PG_UINT32_MAX);
 	version = pcs_header_other_version(h);
-	if (pcs_header_check(h) == NULL)
+	if (pcs_header_check(h) == PCS_SOUND)
 	{
 		verify_accepted_header(h);
 		if (version != 0)
@@ -177,7 +177,7 @@ fuzz_header(const uint8_t *data, size_t size, bool fixup)
 
 	/* a block count the word vouches for is one pcs.c can use */
 	word = pg_atomic_read_u64(&h->nblocks);
-	if (pcs_nblocks_decode(h, 0, word, &nblocks) == NULL)
+	if (pcs_nblocks_decode(h, 0, word, &nblocks) == PCS_SOUND)
 	{
 		if (nblocks > RELSEG_SIZE)
 			fuzz_fail("accepted a block count word with too many blocks");
@@ -203,7 +203,7 @@ fuzz_entry(const uint8_t *data, size_t size, bool fixup)
 	memcpy(e, data + 8, sizeof(PcsMapEntry));
 	if (fixup)
 		fixup_entry(e, segblock);
-	if (pcs_entry_check(e, segblock, limit) == NULL)
+	if (pcs_entry_check(e, segblock, limit) == PCS_SOUND)
 		verify_accepted_entry(e, limit);
 	free(e);
 }
@@ -262,9 +262,9 @@ fuzz_segment(const uint8_t *data, size_t size, bool fixup)
 	/* keep runs short: at most 64 blocks of the input are read */
 	if (fixup)
 		fixup_header(h, 64);
-	if (pcs_header_check(h) != NULL ||
+	if (pcs_header_check(h) != PCS_SOUND ||
 		pcs_nblocks_decode(h, 0, pg_atomic_read_u64(&h->nblocks),
-						   &nblocks) != NULL)
+						   &nblocks) != PCS_SOUND)
 	{
 		free(h);
 		return;
@@ -290,7 +290,7 @@ fuzz_segment(const uint8_t *data, size_t size, bool fixup)
 		memcpy(&entry, map + b * sizeof(PcsMapEntry), sizeof(entry));
 		if (fixup)
 			fixup_entry(&entry, b);
-		if (pcs_entry_check(&entry, b, limit) != NULL)
+		if (pcs_entry_check(&entry, b, limit) != PCS_SOUND)
 			continue;
 		verify_accepted_entry(&entry, limit);
 		if (pcs_entry_is_empty(&entry))
@@ -345,7 +345,7 @@ fuzz_roundtrip(const uint8_t *data, size_t size)
 		char	   *shuffled = malloc(BLCKSZ);
 
 		memcpy(shuffled, back, BLCKSZ);
-		if (pcs_page_unshuffle(shuffled, back, flags) != NULL)
+		if (pcs_page_unshuffle(shuffled, back, flags) != PCS_SOUND)
 			fuzz_fail("a shuffled page does not unshuffle");
 		if (memcmp(page, back, BLCKSZ) != 0)
 			fuzz_fail("a shuffled page unshuffles to other bytes");
@@ -365,7 +365,7 @@ fuzz_roundtrip(const uint8_t *data, size_t size)
 		char	   *image = malloc(len);
 
 		memcpy(image, dest, len);
-		if (pcs_decode_image(algo, flags, image, len, back) != NULL)
+		if (pcs_decode_image(algo, flags, image, len, back) != PCS_SOUND)
 			fuzz_fail("a compressed page does not decompress");
 		if (memcmp(page, back, BLCKSZ) != 0)
 			fuzz_fail("a compressed page decompresses to other bytes");

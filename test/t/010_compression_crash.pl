@@ -177,11 +177,11 @@ sub read_block
 my $e0 = read_block(0);
 like($e0, qr/ERROR:  XX001: invalid compressed page in block 0 of relation pg_tblspc\/\d+\/PG_17_\d+\/\d+\/\d+/,
 	'a flipped byte in a page image is a data-corruption error naming relation and block');
-like($e0, qr/checksum mismatch in the compressed image/, 'and saying why');
+like($e0, qr/The checksum of the block's image does not match\./, 'and saying why');
 my $e1 = read_block(1);
 like($e1, qr/ERROR:  XX001: invalid compressed page in block 1 of relation/,
 	'a flipped byte in a map entry is a data-corruption error');
-like($e1, qr/checksum mismatch in compressed block map entry/, 'and saying why');
+like($e1, qr/The checksum of the block's map entry does not match\./, 'and saying why');
 is(read_block(2), '', 'an intact block of the same relation still reads');
 my ($ret, $stdout, $stderr) = $primary->psql('postgres',
 	"SELECT count(*) FROM c WHERE ctid >= '(2,0)' AND ctid < '(6,0)'",

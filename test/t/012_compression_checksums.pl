@@ -86,7 +86,7 @@ PgStrata::PcsFile::flip_image($tpath, 3);
 ($rc, $out, $err) = checksums('--check');
 isnt($rc, 0, 'a flipped byte inside a compressed image fails --check');
 like($err,
-	qr/invalid compressed page in file "[^"]+", block 3: checksum mismatch in the compressed image/,
+	qr/invalid compressed page in file "[^"]+", block 3: The checksum of the block's image does not match\./,
 	'naming the file, the block and the reason');
 like($out, qr/Bad checksums:\s+1/, 'one bad block is counted');
 copy("$keep/save", $tpath) or die;

@@ -73,7 +73,7 @@ sub query
 }
 
 # A block count error names the segment file and says why.
-my $nblocks_error = qr/ERROR:  XX001: invalid block count in compressed segment file "\Q$relfile\E"\n.*DETAIL:  checksum mismatch in the block count/s;
+my $nblocks_error = qr/ERROR:  XX001: invalid block count in compressed segment file "\Q$relfile\E"\n.*DETAIL:  The checksum of the block count in the segment header does not match\./s;
 
 # server_alive(LABEL): the server answers, and its log has no crash since
 # the test started
@@ -119,7 +119,7 @@ my ($out, $err) = ('', '');
 IPC::Run::run([ 'pg_checksums', '--check', '-D', $node->data_dir ],
 	'>', \$out, '2>', \$err);
 isnt($? >> 8, 0, 'pg_checksums --check fails on a zeroed block count word');
-like($err, qr/invalid compressed segment header in file ".*\Q$relfile\E": checksum mismatch in the block count/,
+like($err, qr/invalid compressed segment header in file ".*\Q$relfile\E": The checksum of the block count in the segment header does not match/,
 	'and names the file and the word');
 
 PgStrata::PcsFile::write_bytes($path, NBLOCKS_OFFSET, $nblocks_good);
@@ -240,7 +240,7 @@ PgStrata::PcsFile::write_bytes($path, 0, $v1);
 IPC::Run::run([ 'pg_checksums', '--check', '-D', $node->data_dir ],
 	'>', \$out, '2>', \$err);
 isnt($? >> 8, 0, 'pg_checksums --check fails on a segment of format version 1');
-like($err, qr/\Q$relfile\E": the file has format version 1, this build reads only version 2/,
+like($err, qr/\Q$relfile\E": The file has format version 1; this build reads only version 2/,
 	'and says which version it is');
 $node->start;
 my $e = query('SELECT count(*) FROM c');

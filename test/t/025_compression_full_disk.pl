@@ -11,7 +11,7 @@
 #    backend reads the segment's size and stops (injection point
 #    pcs-grow-before-allocate), another grows the file and writes a page
 #    into the new space, then the first one writes its zeros over that
-#    page ("invalid compressed page ... checksum mismatch").  Growth by
+#    page ("invalid compressed page ...", its image's checksum wrong).  Growth by
 #    writing now happens only past the end, read under a lock.  The server
 #    runs with test/common/no_fallocate.c preloaded, which makes every
 #    fallocate() fail as such file systems do.

@@ -82,6 +82,22 @@ make_random_page(char *page, unsigned seed)
 	}
 }
 
+/* Every problem has a sentence: capitalized, ending in a period */
+static void
+test_problem_messages(void)
+{
+	bool		ok = true;
+
+	for (int p = PCS_SOUND + 1; p <= PCS_IMAGE_CANNOT_JOIN; p++)
+	{
+		const char *m = pcs_problem_message((PcsProblem) p);
+
+		if (m == NULL || m[0] < 'A' || m[0] > 'Z' || m[strlen(m) - 1] != '.')
+			ok = false;
+	}
+	check(ok, "every problem of the format layer has a sentence to report");
+}
+
 /* Header: a fresh header passes, any change to a fixed field is caught */
 static void
 test_header(void)
@@ -90,7 +106,7 @@ test_header(void)
 	bool		all_caught = true;
 
 	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 0);
-	check(pcs_header_check(&h) == NULL, "a new header passes its check");
+	check(pcs_header_check(&h) == PCS_SOUND, "a new header passes its check");
 	check(pcs_header_other_version(&h) == 0, "a new header is of this version");
 
 	for (size_t i = 0; i < offsetof(PcsHeader, header_crc) + sizeof(uint32); i++)
@@ -98,7 +114,7 @@ test_header(void)
 		PcsHeader	bad = h;
 
 		((unsigned char *) &bad)[i] ^= 0x10;
-		if (pcs_header_check(&bad) == NULL)
+		if (pcs_header_check(&bad) == PCS_SOUND)
 			all_caught = false;
 	}
 	check(all_caught, "a flipped bit in any fixed header byte is caught");
@@ -120,7 +136,7 @@ test_other_version(void)
 	COMP_CRC32C(crc, &h, offsetof(PcsHeader, header_crc));
 	FIN_CRC32C(crc);
 	h.header_crc = crc;
-	check(pcs_header_check(&h) != NULL, "a header of format version 1 is refused");
+	check(pcs_header_check(&h) != PCS_SOUND, "a header of format version 1 is refused");
 	check(pcs_header_other_version(&h) == 1,
 		  "and recognised as an intact header of version 1");
 	h.level ^= 1;
@@ -154,7 +170,7 @@ nblocks_sound(const PcsHeader *h)
 	BlockNumber n;
 
 	return pcs_nblocks_decode(h, 5, pg_atomic_read_u64(unconstify(pg_atomic_uint64 *, &h->nblocks)),
-							  &n) == NULL;
+							  &n) == PCS_SOUND;
 }
 
 /* The block count word: round trip, and every kind of damage is caught */
@@ -168,18 +184,18 @@ test_nblocks_word(void)
 	uint64		word;
 
 	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 5);
-	check(pcs_nblocks_decode(&h, 5, pg_atomic_read_u64(&h.nblocks), &n) == NULL &&
+	check(pcs_nblocks_decode(&h, 5, pg_atomic_read_u64(&h.nblocks), &n) == PCS_SOUND &&
 		  n == 0, "a new segment has a sound block count of 0");
 
 	for (BlockNumber b = 0; b <= RELSEG_SIZE; b += 997)
 	{
 		BlockNumber got = InvalidBlockNumber;
 
-		if (pcs_nblocks_decode(&h, 5, pcs_nblocks_word(&h, 5, b), &got) != NULL ||
+		if (pcs_nblocks_decode(&h, 5, pcs_nblocks_word(&h, 5, b), &got) != PCS_SOUND ||
 			got != b)
 			round_trips = false;
 	}
-	if (pcs_nblocks_decode(&h, 5, pcs_nblocks_word(&h, 5, RELSEG_SIZE), &n) != NULL ||
+	if (pcs_nblocks_decode(&h, 5, pcs_nblocks_word(&h, 5, RELSEG_SIZE), &n) != PCS_SOUND ||
 		n != RELSEG_SIZE)
 		round_trips = false;
 	check(round_trips, "block counts up to RELSEG_SIZE round-trip through the word");
@@ -187,16 +203,16 @@ test_nblocks_word(void)
 	pg_atomic_write_u64(&h.nblocks, pcs_nblocks_word(&h, 5, 4242));
 	check(every_byte_change_caught(&h, offsetof(PcsHeader, nblocks), nblocks_sound),
 		  "every change of one byte of the block count word is caught");
-	check(pcs_nblocks_decode(&h, 5, 0, &n) != NULL, "a zeroed block count word is caught");
-	check(pcs_nblocks_decode(&h, 6, pg_atomic_read_u64(&h.nblocks), &n) != NULL,
+	check(pcs_nblocks_decode(&h, 5, 0, &n) != PCS_SOUND, "a zeroed block count word is caught");
+	check(pcs_nblocks_decode(&h, 6, pg_atomic_read_u64(&h.nblocks), &n) != PCS_SOUND,
 		  "the word of another segment of the fork is caught");
 	pcs_header_init(&other, PCS_ALGO_LZ4, 0, 5);
-	check(pcs_nblocks_decode(&other, 5, pg_atomic_read_u64(&h.nblocks), &n) != NULL,
+	check(pcs_nblocks_decode(&other, 5, pg_atomic_read_u64(&h.nblocks), &n) != PCS_SOUND,
 		  "the word of a segment with other settings is caught");
-	check(pcs_nblocks_decode(&h, 5, pcs_alloc_word(&h, 5, 0, ~(uint32) 4242), &n) != NULL,
+	check(pcs_nblocks_decode(&h, 5, pcs_alloc_word(&h, 5, 0, ~(uint32) 4242), &n) != PCS_SOUND,
 		  "an allocation word in the block count's place is caught");
 	word = pcs_nblocks_word(&h, 5, RELSEG_SIZE + 1);
-	check(pcs_nblocks_decode(&h, 5, word, &n) != NULL,
+	check(pcs_nblocks_decode(&h, 5, word, &n) != PCS_SOUND,
 		  "a block count past RELSEG_SIZE is caught, even with a matching check");
 }
 
@@ -242,13 +258,13 @@ test_entry(void)
 	bool		all_caught = true;
 
 	memset(&empty, 0, sizeof(empty));
-	check(pcs_entry_is_empty(&empty) && pcs_entry_check(&empty, 7, 0) == NULL,
+	check(pcs_entry_is_empty(&empty) && pcs_entry_check(&empty, 7, 0) == PCS_SOUND,
 		  "an all-zero entry is an empty block");
 
 	pcs_entry_set(&e, 7, 100, 1000, pcs_units_to_allocate(1000, true), 0, 0xdeadbeef);
-	check(pcs_entry_check(&e, 7, 200) == NULL, "a new entry passes its check");
-	check(pcs_entry_check(&e, 8, 200) != NULL, "an entry in the wrong slot is caught");
-	check(pcs_entry_check(&e, 7, 101) != NULL,
+	check(pcs_entry_check(&e, 7, 200) == PCS_SOUND, "a new entry passes its check");
+	check(pcs_entry_check(&e, 8, 200) != PCS_SOUND, "an entry in the wrong slot is caught");
+	check(pcs_entry_check(&e, 7, 101) != PCS_SOUND,
 		  "an entry pointing past the allocated units is caught");
 
 	for (size_t i = 0; i < sizeof(e); i++)
@@ -258,17 +274,17 @@ test_entry(void)
 			PcsMapEntry bad = e;
 
 			((unsigned char *) &bad)[i] ^= 1 << bit;
-			if (pcs_entry_check(&bad, 7, 200) == NULL)
+			if (pcs_entry_check(&bad, 7, 200) == PCS_SOUND)
 				all_caught = false;
 		}
 	}
 	check(all_caught, "every single-bit flip of an entry is caught");
 
 	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1);
-	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS) == NULL, "a raw entry passes its check");
+	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS) == PCS_SOUND, "a raw entry passes its check");
 
 	pcs_entry_set(&e, 3, 0, 1000, 2, PCS_ENTRY_SHUFFLED, 1);
-	check(pcs_entry_check(&e, 3, 2) == NULL, "a shuffled entry passes its check");
+	check(pcs_entry_check(&e, 3, 2) == PCS_SOUND, "a shuffled entry passes its check");
 
 	/* a raw entry marked as shuffled, with an entry CRC that matches */
 	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1);
@@ -283,8 +299,7 @@ test_entry(void)
 		FIN_CRC32C(crc);
 		e.entry_crc = crc;
 	}
-	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS) != NULL &&
-		  strstr(pcs_entry_check(&e, 3, PCS_RAW_UNITS), "shuffled") != NULL,
+	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS) == PCS_ENTRY_RAW_SHUFFLED,
 		  "a raw entry marked as shuffled is refused");
 }
 
@@ -335,11 +350,11 @@ test_codec(PcsAlgorithm algo)
 	snprintf(msg, sizeof(msg), "%s: a text page compresses and saves units", name);
 	check(len > 0 && pcs_units_for(len) < PCS_RAW_UNITS, msg);
 	snprintf(msg, sizeof(msg), "%s: it decompresses to the same page", name);
-	check(len > 0 && pcs_decode_image(algo, flags, comp, len, back) == NULL &&
+	check(len > 0 && pcs_decode_image(algo, flags, comp, len, back) == PCS_SOUND &&
 		  memcmp(page, back, BLCKSZ) == 0, msg);
 
 	snprintf(msg, sizeof(msg), "%s: a truncated image is an error", name);
-	check(len > 1 && pcs_decompress_page(algo, comp, len - 1, back) != NULL, msg);
+	check(len > 1 && pcs_decompress_page(algo, comp, len - 1, back) != PCS_SOUND, msg);
 
 	/*
 	 * A garbled image must not crash the decoder, whatever it returns; the
@@ -511,7 +526,7 @@ test_choice(void)
 								&flags, NULL);
 		if (len < 0 || pcs_units_for(len) > pcs_units_for((int) plain) ||
 			flags != 0 ||
-			pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back) != NULL ||
+			pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back) != PCS_SOUND ||
 			memcmp(back, page, BLCKSZ) != 0)
 			never_worse = false;
 	}
@@ -542,7 +557,7 @@ test_choice(void)
 		len = pcs_compress_page(PCS_ALGO_ZSTD, 1, page, comp, sizeof(comp),
 								&flags, &state);
 		if (len >= 0 && flags == PCS_ENTRY_SHUFFLED &&
-			pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back) == NULL &&
+			pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back) == PCS_SOUND &&
 			memcmp(back, page, BLCKSZ) == 0)
 			transformed++;
 	}
@@ -581,7 +596,7 @@ test_shuffle(void)
 	check(pcs_page_shuffle(page, shuffled) == PCS_ENTRY_SHUFFLED &&
 		  memcmp(page, shuffled, BLCKSZ) != 0,
 		  "a B-tree page of tuples of one length is shuffled, not split");
-	check(pcs_page_unshuffle(shuffled, back, PCS_ENTRY_SHUFFLED) == NULL &&
+	check(pcs_page_unshuffle(shuffled, back, PCS_ENTRY_SHUFFLED) == PCS_SOUND &&
 		  memcmp(page, back, BLCKSZ) == 0,
 		  "it unshuffles to the same page");
 	{
@@ -615,8 +630,8 @@ test_shuffle(void)
 		set_layout(page, bad[i].lower, bad[i].upper, bad[i].special);
 		memset(shuffled, 0x77, BLCKSZ);
 		if (pcs_page_shuffle(page, shuffled) || shuffled[100] != 0x77 ||
-			pcs_page_unshuffle(page, back, PCS_ENTRY_SHUFFLED) == NULL ||
-			pcs_page_unshuffle(page, back, PCS_ENTRY_SPLIT) == NULL)
+			pcs_page_unshuffle(page, back, PCS_ENTRY_SHUFFLED) == PCS_SOUND ||
+			pcs_page_unshuffle(page, back, PCS_ENTRY_SPLIT) == PCS_SOUND)
 			refused = false;
 	}
 	check(refused, "pages without a standard layout are neither shuffled nor unshuffled");
@@ -656,7 +671,7 @@ test_shuffle(void)
 		if (how == 0)
 			continue;
 		shuffled_count++;
-		if (pcs_page_unshuffle(shuffled, back, how) != NULL || memcmp(page, back, BLCKSZ) != 0)
+		if (pcs_page_unshuffle(shuffled, back, how) != PCS_SOUND || memcmp(page, back, BLCKSZ) != 0)
 			exact = false;
 	}
 	check(shuffled_count > 15000 && exact,
@@ -786,10 +801,10 @@ test_split(void)
 	make_posting_page(page, 11);
 	check(pcs_page_shuffle(page, image) == PCS_ENTRY_SPLIT,
 		  "a B-tree leaf page with posting lists is split");
-	check(pcs_page_unshuffle(image, back, PCS_ENTRY_SPLIT) == NULL &&
+	check(pcs_page_unshuffle(image, back, PCS_ENTRY_SPLIT) == PCS_SOUND &&
 		  memcmp(page, back, BLCKSZ) == 0,
 		  "it joins back to the same page");
-	check(pcs_page_unshuffle(image, back, PCS_ENTRY_SHUFFLED) != NULL ||
+	check(pcs_page_unshuffle(image, back, PCS_ENTRY_SHUFFLED) != PCS_SOUND ||
 		  memcmp(page, back, BLCKSZ) != 0,
 		  "read as shuffled instead, it does not give the page");
 	{
@@ -952,7 +967,7 @@ test_split(void)
 		how = pcs_page_shuffle(page, image);
 		if (how == PCS_ENTRY_SPLIT)
 			split_count++;
-		if (how != 0 && (pcs_page_unshuffle(image, back, how) != NULL ||
+		if (how != 0 && (pcs_page_unshuffle(image, back, how) != PCS_SOUND ||
 						 memcmp(page, back, BLCKSZ) != 0))
 			exact = false;
 
@@ -975,7 +990,7 @@ test_split(void)
 		bool		refused = true;
 
 		pcs_entry_set(&e, 3, 0, 1000, 2, PCS_ENTRY_SPLIT, 1);
-		check(pcs_entry_check(&e, 3, 2) == NULL, "a split entry passes its check");
+		check(pcs_entry_check(&e, 3, 2) == PCS_SOUND, "a split entry passes its check");
 		for (int i = 0; i < lengthof(both); i++)
 		{
 			if (both[i] == PCS_ENTRY_RAW)
@@ -984,12 +999,12 @@ test_split(void)
 				pcs_entry_set(&e, 3, 0, 1000, 2, PCS_ENTRY_SHUFFLED, 1);
 			e.flags |= PCS_ENTRY_SPLIT;
 			reseal_entry(&e, 3);
-			if (pcs_entry_check(&e, 3, PCS_RAW_UNITS) == NULL)
+			if (pcs_entry_check(&e, 3, PCS_RAW_UNITS) == PCS_SOUND)
 				refused = false;
 		}
 		check(refused, "entries marked split and raw, or split and shuffled, are refused");
 		check(pcs_decode_image(PCS_ALGO_ZSTD, PCS_ENTRY_SPLIT | PCS_ENTRY_SHUFFLED,
-							   image, 100, back) != NULL,
+							   image, 100, back) != PCS_SOUND,
 			  "an image marked split and shuffled is not decoded");
 	}
 }
@@ -1262,6 +1277,7 @@ test_estimate(void)
 int
 main(void)
 {
+	test_problem_messages();
 	test_header();
 	test_other_version();
 	test_nblocks_word();

@@ -69,25 +69,25 @@ pcs_write_at(int fd, const char *fn, const void *buf, size_t len,
 }
 
 /*
- * Read the page of one map entry into page; NULL if it is sound, else what
- * is wrong with it.
+ * Read the page of one map entry into page; PCS_SOUND if it is sound, else
+ * what is wrong with it.
  */
-static const char *
+static PcsProblem
 pcs_read_page(int fd, const char *fn, const PcsHeader *header,
 			  const PcsMapEntry *entry, BlockNumber segblock,
 			  uint32 unit_limit, char *page)
 {
 	PGAlignedBlock image;
-	const char *problem;
+	PcsProblem	problem;
 
 	problem = pcs_entry_check(entry, segblock, unit_limit);
-	if (problem != NULL)
+	if (problem != PCS_SOUND)
 		return problem;
 	if (pcs_read_at(fd, fn, image.data, entry->stored,
 					pcs_unit_offset(entry->first_unit)) != entry->stored)
-		return "the image is cut short by the end of the file";
+		return PCS_IMAGE_CUT_SHORT;
 	if (pcs_data_crc(image.data, entry->stored) != entry->data_crc)
-		return "checksum mismatch in the compressed image";
+		return PCS_IMAGE_BAD_CRC;
 	return pcs_decode_image(header->algorithm, entry->flags, image.data,
 							entry->stored, page);
 }
@@ -110,7 +110,8 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 	PcsMapEntry *map;
 	PcsCodecState codec = {0};	/* as the server learns per segment */
 	struct stat st;
-	const char *problem;
+	const char *problem = NULL;
+	PcsProblem	format_problem = PCS_SOUND;
 	BlockNumber nblocks;
 	uint32		unit_limit;
 	uint32		next_unit;
@@ -121,18 +122,20 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 
 	memset(hbuf.data, 0, BLCKSZ);
 	if (st.st_size < PCS_DATA_OFFSET)
-		problem = "the file is shorter than a compressed segment's header and map";
+		problem = _("The file is shorter than a compressed segment's header and map.");
 	else if (pcs_read_at(fd, fn, hbuf.data, sizeof(PcsHeader), 0) != sizeof(PcsHeader))
-		problem = "the header is cut short";
+		problem = _("The header is cut short.");
 	else if (pcs_header_other_version(header) != 0)
-		problem = psprintf("the file has format version %u, this build reads only version %u (it was made by another development build of pgstrata)",
+		problem = psprintf(_("The file has format version %u; this build reads only version %u (it was made by another development build of pgstrata)."),
 						   header->version, PCS_FORMAT_VERSION);
 	else
-		problem = pcs_header_check(header);
-	if (problem == NULL)
-		problem = pcs_nblocks_decode(header, segmentno,
-									 pg_atomic_read_u64(&header->nblocks),
-									 &nblocks);
+		format_problem = pcs_header_check(header);
+	if (problem == NULL && format_problem == PCS_SOUND)
+		format_problem = pcs_nblocks_decode(header, segmentno,
+											pg_atomic_read_u64(&header->nblocks),
+											&nblocks);
+	if (format_problem != PCS_SOUND)
+		problem = _(pcs_problem_message(format_problem));
 	if (problem != NULL)
 	{
 		if (enable)
@@ -171,10 +174,11 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 			continue;
 		counts.blocks_scanned++;
 
-		problem = pcs_read_page(fd, fn, header, &map[b], b, unit_limit,
-								page.data);
-		if (problem != NULL)
+		format_problem = pcs_read_page(fd, fn, header, &map[b], b, unit_limit,
+									   page.data);
+		if (format_problem != PCS_SOUND)
 		{
+			problem = _(pcs_problem_message(format_problem));
 			if (enable)
 				pg_fatal("cannot enable checksums: invalid compressed page in file \"%s\", block %u: %s",
 						 fn, b, problem);

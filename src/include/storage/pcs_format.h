@@ -223,17 +223,58 @@ pcs_copy_can_skip(const char *buf, off_t offset, size_t len)
 	return true;
 }
 
+/*
+ * What is wrong with bytes read from a compressed segment, as the checks of
+ * the format layer say; pcs_problem_message() gives the sentence.
+ */
+typedef enum PcsProblem
+{
+	PCS_SOUND = 0,			/* nothing is wrong */
+	PCS_HEADER_BAD_MAGIC,
+	PCS_HEADER_BAD_CRC,
+	PCS_HEADER_BAD_VERSION,
+	PCS_HEADER_BAD_ALGORITHM,
+	PCS_HEADER_BAD_LEVEL,
+	PCS_HEADER_BAD_FLAGS,
+	PCS_HEADER_BAD_SIZES,
+	PCS_NBLOCKS_BAD_CRC,
+	PCS_NBLOCKS_OUT_OF_RANGE,
+	PCS_ENTRY_BAD_CRC,
+	PCS_ENTRY_BAD_FLAGS,
+	PCS_ENTRY_BAD_LENGTH,
+	PCS_ENTRY_RAW_NOT_BLOCK,
+	PCS_ENTRY_RAW_SHUFFLED,
+	PCS_ENTRY_SHUFFLED_AND_SPLIT,
+	PCS_ENTRY_BAD_UNITS,
+	PCS_ENTRY_PAST_DATA,
+	PCS_IMAGE_CUT_SHORT,
+	PCS_IMAGE_BAD_CRC,
+	PCS_IMAGE_NO_MEMORY,
+	PCS_IMAGE_ZSTD_FAILED,
+	PCS_IMAGE_LZ4_FAILED,
+	PCS_IMAGE_WRONG_LENGTH,
+	PCS_IMAGE_NO_ZSTD,
+	PCS_IMAGE_NO_LZ4,
+	PCS_IMAGE_UNKNOWN_ALGORITHM,
+	PCS_IMAGE_RAW_NOT_BLOCK,
+	PCS_IMAGE_SHUFFLED_AND_SPLIT,
+	PCS_IMAGE_NO_LAYOUT,
+	PCS_IMAGE_NO_INDEX_TUPLES,
+	PCS_IMAGE_CANNOT_JOIN,
+} PcsProblem;
+
 extern const char *pcs_algorithm_name(PcsAlgorithm algorithm);
+extern const char *pcs_problem_message(PcsProblem problem);
 extern bool pcs_algorithm_from_name(const char *name, PcsAlgorithm *algorithm);
 
 extern void pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm,
 							int level, BlockNumber segno);
-extern const char *pcs_header_check(const PcsHeader *header);
+extern PcsProblem pcs_header_check(const PcsHeader *header);
 extern uint32 pcs_header_other_version(const PcsHeader *header);
 
 extern uint64 pcs_nblocks_word(const PcsHeader *header, BlockNumber segno,
 							   BlockNumber nblocks);
-extern const char *pcs_nblocks_decode(const PcsHeader *header,
+extern PcsProblem pcs_nblocks_decode(const PcsHeader *header,
 									  BlockNumber segno, uint64 word,
 									  BlockNumber *nblocks);
 extern uint64 pcs_alloc_word(const PcsHeader *header, BlockNumber segno,
@@ -245,7 +286,7 @@ extern bool pcs_alloc_decode(const PcsHeader *header, BlockNumber segno,
 extern void pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock,
 						  uint32 first_unit, int stored, int units,
 						  uint8 image_flags, uint32 data_crc);
-extern const char *pcs_entry_check(const PcsMapEntry *entry,
+extern PcsProblem pcs_entry_check(const PcsMapEntry *entry,
 								   BlockNumber segblock, uint32 unit_limit);
 extern int	pcs_units_to_allocate(int stored, bool grown);
 
@@ -283,14 +324,14 @@ typedef struct PcsCodecState
 /* the page transforms (pcs_transform.c) and the estimate (pcs_estimate.c) */
 extern bool pcs_page_incompressible(const char *page, char *scratch);
 extern uint8 pcs_page_shuffle(const char *page, char *out);
-extern const char *pcs_page_unshuffle(const char *in, char *page, uint8 how);
+extern PcsProblem pcs_page_unshuffle(const char *in, char *page, uint8 how);
 extern int	pcs_compress_page(PcsAlgorithm algorithm, int level,
 							  const char *page, char *dest, int capacity,
 							  uint8 *image_flags, PcsCodecState *state);
-extern const char *pcs_decompress_page(PcsAlgorithm algorithm,
+extern PcsProblem pcs_decompress_page(PcsAlgorithm algorithm,
 									   const char *src, int srclen,
 									   char *page);
-extern const char *pcs_decode_image(PcsAlgorithm algorithm, uint8 flags,
+extern PcsProblem pcs_decode_image(PcsAlgorithm algorithm, uint8 flags,
 									const char *image, int len, char *page);
 extern uint32 pcs_data_crc(const char *data, int len);
 

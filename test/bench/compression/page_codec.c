@@ -114,7 +114,7 @@ main(int argc, char **argv)
 			{
 				t = cpu_us();
 				if (pcs_decode_image(PCS_ALGO_ZSTD, flags, image.data, len,
-									 back.data) != NULL ||
+									 back.data) != PCS_SOUND ||
 					memcmp(back.data, page.data, BLCKSZ) != 0)
 					mismatches++;
 				d_pcs += cpu_us() - t;

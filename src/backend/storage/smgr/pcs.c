@@ -140,16 +140,26 @@ pcs_segpath(SMgrRelation reln, ForkNumber forknum, BlockNumber segno)
 	return path;
 }
 
-/* Raise ERRCODE_DATA_CORRUPTED for a block of a fork */
+/*
+ * Raise the ERROR of a block of a fork whose image cannot be read back:
+ * ERRCODE_DATA_CORRUPTED, unless the build lacks what the image needs or
+ * memory ran out.
+ */
 static void
 pcs_block_corrupt(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
-				  const char *detail)
+				  PcsProblem problem)
 {
+	int			code = ERRCODE_DATA_CORRUPTED;
+
+	if (problem == PCS_IMAGE_NO_ZSTD || problem == PCS_IMAGE_NO_LZ4)
+		code = ERRCODE_FEATURE_NOT_SUPPORTED;
+	else if (problem == PCS_IMAGE_NO_MEMORY)
+		code = ERRCODE_OUT_OF_MEMORY;
 	ereport(ERROR,
-			(errcode(ERRCODE_DATA_CORRUPTED),
+			(errcode(code),
 			 errmsg("invalid compressed page in block %u of relation %s",
 					blkno, relpath(reln->smgr_rlocator, forknum)),
-			 errdetail("%s.", detail)));
+			 errdetail("%s", _(pcs_problem_message(problem)))));
 }
 
 /*
@@ -405,7 +415,7 @@ static void
 pcs_map_segment(PcsSegment *seg)
 {
 	void	   *mapping;
-	const char *problem;
+	PcsProblem	problem;
 
 	Assert(seg->header == NULL);
 
@@ -424,7 +434,7 @@ pcs_map_segment(PcsSegment *seg)
 						FilePathName(seg->vfd))));
 
 	problem = pcs_header_check((PcsHeader *) mapping);
-	if (problem != NULL)
+	if (problem != PCS_SOUND)
 	{
 		uint32		version = pcs_header_other_version((PcsHeader *) mapping);
 
@@ -439,7 +449,7 @@ pcs_map_segment(PcsSegment *seg)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid compressed segment header in file \"%s\"",
 						FilePathName(seg->vfd)),
-				 errdetail("%s.", problem)));
+				 errdetail("%s", _(pcs_problem_message(problem)))));
 	}
 
 	seg->header = (PcsHeader *) mapping;
@@ -859,7 +869,7 @@ pcs_map_high_water(PcsSegment *seg)
 			PcsMapEntry entry = seg->map[b];
 
 			if (!pcs_entry_is_empty(&entry) &&
-				pcs_entry_check(&entry, (BlockNumber) b, PG_UINT32_MAX) == NULL)
+				pcs_entry_check(&entry, (BlockNumber) b, PG_UINT32_MAX) == PCS_SOUND)
 				high = Max(high, entry.first_unit + entry.units);
 		}
 		pos = hole;
@@ -953,13 +963,14 @@ pcs_unit_limit(PcsSegment *seg)
 
 /* Raise ERRCODE_DATA_CORRUPTED for a damaged block count word */
 static void
-pcs_nblocks_corrupt(PcsSegment *seg, uint64 word, const char *problem)
+pcs_nblocks_corrupt(PcsSegment *seg, uint64 word, PcsProblem problem)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("invalid block count in compressed segment file \"%s\"",
 					FilePathName(seg->vfd)),
-			 errdetail("%s (header word %016llx).", problem,
+			 errdetail("%s  The header word is %016llx.",
+					   _(pcs_problem_message(problem)),
 					   (unsigned long long) word)));
 }
 
@@ -973,10 +984,10 @@ pcs_seg_nblocks(PcsSegment *seg)
 {
 	uint64		word = pg_atomic_read_u64(&seg->header->nblocks);
 	BlockNumber n;
-	const char *problem;
+	PcsProblem	problem;
 
 	problem = pcs_nblocks_decode(seg->header, seg->segno, word, &n);
-	if (unlikely(problem != NULL))
+	if (unlikely(problem != PCS_SOUND))
 		pcs_nblocks_corrupt(seg, word, problem);
 	return n;
 }
@@ -990,10 +1001,10 @@ pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
 	for (;;)
 	{
 		BlockNumber cur;
-		const char *problem;
+		PcsProblem	problem;
 
 		problem = pcs_nblocks_decode(seg->header, seg->segno, old, &cur);
-		if (problem != NULL)
+		if (problem != PCS_SOUND)
 			pcs_nblocks_corrupt(seg, old, problem);
 		if (cur >= n)
 			break;
@@ -1086,7 +1097,7 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	BlockNumber segblock = blkno % RELSEG_SIZE;
 	PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
 	PcsMapEntry entry;
-	const char *problem = NULL;
+	PcsProblem	problem = PCS_SOUND;
 	PGIOAlignedBlock image;
 	int			nread;
 
@@ -1114,16 +1125,16 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	{
 		entry = seg->map[segblock];
 		problem = pcs_entry_check(&entry, segblock, pcs_unit_limit(seg));
-		if (problem == NULL)
+		if (problem == PCS_SOUND)
 			break;
 		pg_usleep(1000L);
 	}
-	if (problem == NULL && pcs_entry_is_empty(&entry))
+	if (problem == PCS_SOUND && pcs_entry_is_empty(&entry))
 	{
 		memset(buffer, 0, BLCKSZ);
 		return;
 	}
-	if (problem == NULL)
+	if (problem == PCS_SOUND)
 	{
 		nread = FileRead(seg->vfd, image.data, entry.stored,
 						 pcs_unit_offset(entry.first_unit),
@@ -1134,14 +1145,14 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 					 errmsg("could not read block %u in file \"%s\": %m",
 							blkno, FilePathName(seg->vfd))));
 		if (nread != entry.stored)
-			problem = "the image is cut short by the end of the file";
+			problem = PCS_IMAGE_CUT_SHORT;
 		else if (pcs_data_crc(image.data, entry.stored) != entry.data_crc)
-			problem = "checksum mismatch in the compressed image";
+			problem = PCS_IMAGE_BAD_CRC;
 		else
 			problem = pcs_decode_image(seg->header->algorithm, entry.flags,
 									   image.data, entry.stored, buffer);
 	}
-	if (problem == NULL)
+	if (problem == PCS_SOUND)
 		return;
 
 	/*
@@ -1159,7 +1170,7 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid compressed page in block %u of relation %s",
 						blkno, relpath(reln->smgr_rlocator, forknum)),
-				 errdetail("%s.", problem)));
+				 errdetail("%s", _(pcs_problem_message(problem)))));
 		pcs_invalid_page(buffer);
 		return;
 	}
@@ -1170,7 +1181,7 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid compressed page in block %u of relation %s; zeroing out page",
 						blkno, relpath(reln->smgr_rlocator, forknum)),
-				 errdetail("%s.", problem)));
+				 errdetail("%s", _(pcs_problem_message(problem)))));
 		memset(buffer, 0, BLCKSZ);
 		return;
 	}
@@ -1246,7 +1257,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	nblocks = pcs_seg_nblocks(seg);
 	old = seg->map[segblock];
 	if (segblock < nblocks && !pcs_entry_is_empty(&old) &&
-		pcs_entry_check(&old, segblock, pcs_unit_limit(seg)) == NULL &&
+		pcs_entry_check(&old, segblock, pcs_unit_limit(seg)) == PCS_SOUND &&
 		old.units >= pcs_units_for(len))
 	{
 		first = old.first_unit;
@@ -1256,7 +1267,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	{
 		/* a block that had a sound allocation too small for it has grown */
 		bool		grown = !pcs_entry_is_empty(&old) &&
-			pcs_entry_check(&old, segblock, pcs_unit_limit(seg)) == NULL;
+			pcs_entry_check(&old, segblock, pcs_unit_limit(seg)) == PCS_SOUND;
 
 		units = pcs_units_to_allocate(len, grown);
 		first = pcs_allocate(reln, seg, units);
@@ -1599,7 +1610,7 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 			item->entry = seg->map[segblock + i];
 			if (pcs_entry_is_empty(&item->entry) ||
 				pcs_entry_check(&item->entry, segblock + i,
-								pcs_unit_limit(seg)) != NULL)
+								pcs_unit_limit(seg)) != PCS_SOUND)
 				continue;
 			item->start = pcs_unit_offset(item->entry.first_unit);
 			item->len = item->entry.stored;
@@ -1655,7 +1666,7 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 				pcs_data_crc(image, item->len) != item->entry.data_crc)
 				continue;
 			if (pcs_decode_image(seg->header->algorithm, item->entry.flags,
-								 image, item->len, page) != NULL)
+								 image, item->len, page) != PCS_SOUND)
 				continue;
 			done[item->index] = true;
 		}
@@ -1791,7 +1802,7 @@ pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 		BlockNumber keep;
 		BlockNumber cur;
 		uint64		word;
-		const char *problem;
+		PcsProblem	problem;
 
 		if (seg == NULL)
 			break;
@@ -1799,7 +1810,7 @@ pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 			Min(nblocks - segno * RELSEG_SIZE, RELSEG_SIZE) : 0;
 		word = pg_atomic_read_u64(&seg->header->nblocks);
 		problem = pcs_nblocks_decode(seg->header, seg->segno, word, &cur);
-		if (problem != NULL)
+		if (problem != PCS_SOUND)
 		{
 			/*
 			 * This runs in a critical section (RelationTruncate), where an
@@ -1810,7 +1821,8 @@ pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("invalid block count in compressed segment file \"%s\", replaced by %u",
 							FilePathName(seg->vfd), keep),
-					 errdetail("%s (header word %016llx).", problem,
+					 errdetail("%s  The header word is %016llx.",
+							   _(pcs_problem_message(problem)),
 							   (unsigned long long) word)));
 			cur = (old_blocks > segno * RELSEG_SIZE) ?
 				Min(old_blocks - segno * RELSEG_SIZE, RELSEG_SIZE) : 0;

@@ -5,7 +5,8 @@
  *	  into an image, and decoding an image back into the page.
  *
  * Like the rest of the format layer (pcs_format.c), nothing here does I/O
- * or raises errors: decoding returns NULL, or what is wrong with an image.
+ * or raises errors: decoding returns PCS_SOUND, or what is wrong with an
+ * image.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -200,10 +201,10 @@ pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
 }
 
 /*
- * Decompress an image of srclen bytes into page (BLCKSZ bytes).  NULL if it
+ * Decompress an image of srclen bytes into page (BLCKSZ bytes).  PCS_SOUND if it
  * decompressed to exactly one page, else what went wrong.
  */
-const char *
+PcsProblem
 pcs_decompress_page(PcsAlgorithm algorithm, const char *src, int srclen,
 					char *page)
 {
@@ -218,17 +219,17 @@ pcs_decompress_page(PcsAlgorithm algorithm, const char *src, int srclen,
 				{
 					pcs_zstd_dctx = ZSTD_createDCtx();
 					if (pcs_zstd_dctx == NULL)
-						return "out of memory for zstd decompression";
+						return PCS_IMAGE_NO_MEMORY;
 				}
 				r = ZSTD_decompressDCtx(pcs_zstd_dctx, page, BLCKSZ, src, srclen);
 				if (ZSTD_isError(r))
-					return "zstd could not decompress the block image";
+					return PCS_IMAGE_ZSTD_FAILED;
 				if (r != BLCKSZ)
-					return "block image decompressed to the wrong length";
-				return NULL;
+					return PCS_IMAGE_WRONG_LENGTH;
+				return PCS_SOUND;
 			}
 #else
-			return "compressed segment uses zstd, which this build does not support";
+			return PCS_IMAGE_NO_ZSTD;
 #endif
 		case PCS_ALGO_LZ4:
 #ifdef USE_LZ4
@@ -236,46 +237,46 @@ pcs_decompress_page(PcsAlgorithm algorithm, const char *src, int srclen,
 				int			r = LZ4_decompress_safe(src, page, srclen, BLCKSZ);
 
 				if (r < 0)
-					return "lz4 could not decompress the block image";
+					return PCS_IMAGE_LZ4_FAILED;
 				if (r != BLCKSZ)
-					return "block image decompressed to the wrong length";
-				return NULL;
+					return PCS_IMAGE_WRONG_LENGTH;
+				return PCS_SOUND;
 			}
 #else
-			return "compressed segment uses lz4, which this build does not support";
+			return PCS_IMAGE_NO_LZ4;
 #endif
 		case PCS_ALGO_NONE:
 			break;
 	}
-	return "unknown compression algorithm";
+	return PCS_IMAGE_UNKNOWN_ALGORITHM;
 }
 
 /*
  * The page a stored image holds, whatever the entry's flags say it is (raw,
- * compressed, or compressed after a shuffle).  NULL if page now holds it,
+ * compressed, or compressed after a shuffle).  PCS_SOUND if page now holds it,
  * else what went wrong.
  */
-const char *
+PcsProblem
 pcs_decode_image(PcsAlgorithm algorithm, uint8 flags, const char *image,
 				 int len, char *page)
 {
 	PGAlignedBlock shuffled;
-	const char *problem;
+	PcsProblem problem;
 
 	if (flags & PCS_ENTRY_RAW)
 	{
 		if (len != BLCKSZ)
-			return "raw block image is not a whole block";
+			return PCS_IMAGE_RAW_NOT_BLOCK;
 		memcpy(page, image, BLCKSZ);
-		return NULL;
+		return PCS_SOUND;
 	}
 	if ((flags & (PCS_ENTRY_SHUFFLED | PCS_ENTRY_SPLIT)) == 0)
 		return pcs_decompress_page(algorithm, image, len, page);
 	if ((flags & PCS_ENTRY_SHUFFLED) && (flags & PCS_ENTRY_SPLIT))
-		return "block image is marked as both shuffled and split";
+		return PCS_IMAGE_SHUFFLED_AND_SPLIT;
 
 	problem = pcs_decompress_page(algorithm, image, len, shuffled.data);
-	if (problem != NULL)
+	if (problem != PCS_SOUND)
 		return problem;
 	return pcs_page_unshuffle(shuffled.data, page,
 							  flags & (PCS_ENTRY_SHUFFLED | PCS_ENTRY_SPLIT));

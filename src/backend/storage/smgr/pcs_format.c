@@ -8,10 +8,11 @@
  * index split), pcs_estimate.c (which pages are not worth compressing) and
  * pcs_codec.c (compressing and decoding page images).
  *
- * Nothing here does I/O or raises errors: every check returns NULL when the
- * bytes are sound or a short description of what is wrong, and the storage
- * manager turns that into an ERROR with ERRCODE_DATA_CORRUPTED naming the
- * relation, fork and block.  This keeps the code that parses untrusted
+ * Nothing here does I/O or raises errors: every check returns PCS_SOUND
+ * when the bytes are sound or a PcsProblem saying what is wrong, which
+ * pcs_problem_message() turns into a sentence, and the storage manager into
+ * an ERROR with ERRCODE_DATA_CORRUPTED naming the relation, fork and block
+ * (frontend programs report it their way).  This keeps the code that parses untrusted
  * bytes small enough to fuzz on its own.
  *
  * Portions Copyright (c) 2026, pgstrata developers
@@ -99,34 +100,84 @@ pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm, int level,
 	pg_atomic_init_u64(&header->nblocks, pcs_nblocks_word(header, segno, 0));
 }
 
+/* The sentence of each problem, untranslated (gettext_noop) */
+static const char *const pcs_problem_messages[] = {
+	[PCS_SOUND] = NULL,
+	[PCS_HEADER_BAD_MAGIC] = gettext_noop("The segment header does not begin with the magic number of compressed segments."),
+	[PCS_HEADER_BAD_CRC] = gettext_noop("The checksum of the segment header does not match."),
+	[PCS_HEADER_BAD_VERSION] = gettext_noop("The segment header has an unsupported format version."),
+	[PCS_HEADER_BAD_ALGORITHM] = gettext_noop("The segment header names an unknown compression algorithm."),
+	[PCS_HEADER_BAD_LEVEL] = gettext_noop("The compression level in the segment header is out of range."),
+	[PCS_HEADER_BAD_FLAGS] = gettext_noop("The segment header has unknown flags."),
+	[PCS_HEADER_BAD_SIZES] = gettext_noop("The segment was made by a build with another block, segment or unit size."),
+	[PCS_NBLOCKS_BAD_CRC] = gettext_noop("The checksum of the block count in the segment header does not match."),
+	[PCS_NBLOCKS_OUT_OF_RANGE] = gettext_noop("The block count in the segment header is out of range."),
+	[PCS_ENTRY_BAD_CRC] = gettext_noop("The checksum of the block's map entry does not match."),
+	[PCS_ENTRY_BAD_FLAGS] = gettext_noop("The block's map entry has invalid flags."),
+	[PCS_ENTRY_BAD_LENGTH] = gettext_noop("The block's map entry has an invalid stored length."),
+	[PCS_ENTRY_RAW_NOT_BLOCK] = gettext_noop("The block's map entry is marked raw but does not hold a whole block."),
+	[PCS_ENTRY_RAW_SHUFFLED] = gettext_noop("The block's map entry is marked both raw and shuffled."),
+	[PCS_ENTRY_SHUFFLED_AND_SPLIT] = gettext_noop("The block's map entry is marked both shuffled and split."),
+	[PCS_ENTRY_BAD_UNITS] = gettext_noop("The block's map entry has an invalid unit count."),
+	[PCS_ENTRY_PAST_DATA] = gettext_noop("The block's map entry points past the allocated data."),
+	[PCS_IMAGE_CUT_SHORT] = gettext_noop("The block's image is cut short by the end of the file."),
+	[PCS_IMAGE_BAD_CRC] = gettext_noop("The checksum of the block's image does not match."),
+	[PCS_IMAGE_NO_MEMORY] = gettext_noop("There was not enough memory to decompress the block's image."),
+	[PCS_IMAGE_ZSTD_FAILED] = gettext_noop("The block's image could not be decompressed with zstd."),
+	[PCS_IMAGE_LZ4_FAILED] = gettext_noop("The block's image could not be decompressed with lz4."),
+	[PCS_IMAGE_WRONG_LENGTH] = gettext_noop("The block's image decompressed to the wrong length."),
+	[PCS_IMAGE_NO_ZSTD] = gettext_noop("The segment uses zstd, which this build does not support."),
+	[PCS_IMAGE_NO_LZ4] = gettext_noop("The segment uses lz4, which this build does not support."),
+	[PCS_IMAGE_UNKNOWN_ALGORITHM] = gettext_noop("The segment names an unknown compression algorithm."),
+	[PCS_IMAGE_RAW_NOT_BLOCK] = gettext_noop("The block's raw image is not a whole block."),
+	[PCS_IMAGE_SHUFFLED_AND_SPLIT] = gettext_noop("The block's image is marked both shuffled and split."),
+	[PCS_IMAGE_NO_LAYOUT] = gettext_noop("The block's image does not have a page layout to restore."),
+	[PCS_IMAGE_NO_INDEX_TUPLES] = gettext_noop("The page does not hold index tuples to split."),
+	[PCS_IMAGE_CANNOT_JOIN] = gettext_noop("The block's image does not hold index tuples to join."),
+};
+
+StaticAssertDecl(lengthof(pcs_problem_messages) == PCS_IMAGE_CANNOT_JOIN + 1,
+				 "every PcsProblem needs its sentence");
+
 /*
- * Check the fixed fields of a header read from disk; NULL if they are sound.
+ * The sentence that says what a problem is, for an error's detail; the
+ * caller translates it (_() in the server).
+ */
+const char *
+pcs_problem_message(PcsProblem problem)
+{
+	Assert(problem > PCS_SOUND && problem < lengthof(pcs_problem_messages));
+	return pcs_problem_messages[problem];
+}
+
+/*
+ * Check the fixed fields of a header read from disk; PCS_SOUND if they are sound.
  * The two shared words are checked by pcs_nblocks_decode() and
  * pcs_alloc_decode() wherever they are read, since they change while the
  * segment is in use.
  */
-const char *
+PcsProblem
 pcs_header_check(const PcsHeader *header)
 {
 	if (header->magic != PCS_MAGIC)
-		return "bad magic number in compressed segment header";
+		return PCS_HEADER_BAD_MAGIC;
 	if (header->header_crc != pcs_header_crc(header))
-		return "checksum mismatch in compressed segment header";
+		return PCS_HEADER_BAD_CRC;
 	if (header->version != PCS_FORMAT_VERSION)
-		return "unsupported compressed segment format version";
+		return PCS_HEADER_BAD_VERSION;
 	if (header->algorithm != PCS_ALGO_ZSTD && header->algorithm != PCS_ALGO_LZ4)
-		return "unknown compression algorithm in compressed segment header";
+		return PCS_HEADER_BAD_ALGORITHM;
 	/* the writer uses the level; the CRC does not vouch for crafted bytes */
 	if (header->algorithm == PCS_ALGO_ZSTD &&
 		(header->level < PCS_ZSTD_MIN_LEVEL || header->level > PCS_ZSTD_MAX_LEVEL))
-		return "compression level out of range in compressed segment header";
+		return PCS_HEADER_BAD_LEVEL;
 	/* no flag is defined in this format version: one set is not ours */
 	if (header->flags != 0)
-		return "unknown flags in compressed segment header";
+		return PCS_HEADER_BAD_FLAGS;
 	if (header->unit_shift != PCS_UNIT_SHIFT ||
 		header->blcksz != BLCKSZ || header->relseg_size != RELSEG_SIZE)
-		return "compressed segment was made by a build with another block, segment or unit size";
-	return NULL;
+		return PCS_HEADER_BAD_SIZES;
+	return PCS_SOUND;
 }
 
 /*
@@ -187,10 +238,10 @@ pcs_nblocks_word(const PcsHeader *header, BlockNumber segno,
 }
 
 /*
- * Read the block count of segment segno out of its word.  NULL if the word
+ * Read the block count of segment segno out of its word.  PCS_SOUND if the word
  * is sound, else what is wrong with it (and *nblocks is not set).
  */
-const char *
+PcsProblem
 pcs_nblocks_decode(const PcsHeader *header, BlockNumber segno, uint64 word,
 				   BlockNumber *nblocks)
 {
@@ -198,11 +249,11 @@ pcs_nblocks_decode(const PcsHeader *header, BlockNumber segno, uint64 word,
 
 	if ((uint32) (word >> 32) !=
 		pcs_word_check(header, segno, PCS_WORD_NBLOCKS, 0, n))
-		return "checksum mismatch in the block count of the compressed segment header";
+		return PCS_NBLOCKS_BAD_CRC;
 	if (n > RELSEG_SIZE)
-		return "block count out of range in compressed segment header";
+		return PCS_NBLOCKS_OUT_OF_RANGE;
 	*nblocks = n;
-	return NULL;
+	return PCS_SOUND;
 }
 
 /* The allocation word of segment segno: next_unit, handed out by generation */
@@ -271,35 +322,35 @@ pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock, uint32 first_unit,
 /*
  * Check the entry of block segblock.  unit_limit is the first unit past
  * those handed out in the segment: an image must lie below it.  An empty
- * entry is sound (the block reads as zeros).  NULL if sound.
+ * entry is sound (the block reads as zeros).  PCS_SOUND if sound.
  */
-const char *
+PcsProblem
 pcs_entry_check(const PcsMapEntry *entry, BlockNumber segblock,
 				uint32 unit_limit)
 {
 	if (pcs_entry_is_empty(entry))
-		return NULL;
+		return PCS_SOUND;
 	if (entry->entry_crc != pcs_entry_crc(entry, segblock))
-		return "checksum mismatch in compressed block map entry";
+		return PCS_ENTRY_BAD_CRC;
 	if ((entry->flags & ~PCS_ENTRY_KNOWN_FLAGS) != 0 ||
 		(entry->flags & PCS_ENTRY_ALLOCATED) == 0)
-		return "invalid flags in compressed block map entry";
+		return PCS_ENTRY_BAD_FLAGS;
 	if (entry->stored == 0 || entry->stored > BLCKSZ)
-		return "invalid stored length in compressed block map entry";
+		return PCS_ENTRY_BAD_LENGTH;
 	if ((entry->flags & PCS_ENTRY_RAW) != 0 && entry->stored != BLCKSZ)
-		return "raw block map entry does not hold a whole block";
+		return PCS_ENTRY_RAW_NOT_BLOCK;
 	if ((entry->flags & PCS_ENTRY_RAW) != 0 &&
 		(entry->flags & (PCS_ENTRY_SHUFFLED | PCS_ENTRY_SPLIT)) != 0)
-		return "raw block map entry is marked as shuffled";
+		return PCS_ENTRY_RAW_SHUFFLED;
 	if ((entry->flags & PCS_ENTRY_SHUFFLED) != 0 &&
 		(entry->flags & PCS_ENTRY_SPLIT) != 0)
-		return "block map entry is marked as both shuffled and split";
+		return PCS_ENTRY_SHUFFLED_AND_SPLIT;
 	if (entry->units < pcs_units_for(entry->stored) ||
 		entry->units > PCS_MAX_UNITS)
-		return "invalid unit count in compressed block map entry";
+		return PCS_ENTRY_BAD_UNITS;
 	if ((uint64) entry->first_unit + entry->units > unit_limit)
-		return "compressed block map entry points past the allocated data";
-	return NULL;
+		return PCS_ENTRY_PAST_DATA;
+	return PCS_SOUND;
 }
 
 /*

@@ -5,7 +5,7 @@
  *	  shuffle and the index split, applied before compression.
  *
  * Like the rest of the format layer (pcs_format.c), nothing here does I/O
- * or raises errors: the inverse returns NULL, or what is wrong with an
+ * or raises errors: the inverse returns PCS_SOUND, or what is wrong with an
  * image.
  *
  * Portions Copyright (c) 2026, pgstrata developers
@@ -665,11 +665,11 @@ pcs_split_streams(const char *in, char *out, bool inverse, int upper,
 
 /*
  * The shuffle or the split (how: PCS_ENTRY_SHUFFLED or PCS_ENTRY_SPLIT), or
- * with inverse their inverse, from in to out (BLCKSZ bytes each).  NULL if
+ * with inverse their inverse, from in to out (BLCKSZ bytes each).  PCS_SOUND if
  * done, else why not; out is untouched if the page does not have what the
  * forward direction needs.
  */
-static const char *
+static PcsProblem
 pcs_shuffle(const char *in, char *out, uint8 how, bool inverse)
 {
 	PcsSplit	split;
@@ -680,10 +680,10 @@ pcs_shuffle(const char *in, char *out, uint8 how, bool inverse)
 	uint32		prev = 0;
 
 	if (!pcs_page_layout(in, &nitems, &upper, &special) || nitems == 0)
-		return "the block image does not have a page layout to shuffle";
+		return PCS_IMAGE_NO_LAYOUT;
 	if (how == PCS_ENTRY_SPLIT && !inverse &&
 		!pcs_split_items(in, nitems, upper, special, &split))
-		return "the page does not hold index tuples to split";
+		return PCS_IMAGE_NO_INDEX_TUPLES;
 
 	memcpy(out, in, BLCKSZ);
 	for (int i = 0; i < nitems; i++)
@@ -706,16 +706,16 @@ pcs_shuffle(const char *in, char *out, uint8 how, bool inverse)
 	{
 		/* the tuples are found from the line pointers, restored by now */
 		if (inverse && !pcs_split_items(out, nitems, upper, special, &split))
-			return "the block image does not hold index tuples to join";
+			return PCS_IMAGE_CANNOT_JOIN;
 		pcs_split_streams(in, out, inverse, upper, special, &split);
-		return NULL;
+		return PCS_SOUND;
 	}
 
 	/* the stride comes from the unshuffled line pointers, restored by now */
 	stride = pcs_shuffle_stride(inverse ? out : in, nitems, NULL);
 	if (stride > 0)
 		pcs_transpose(in + upper, out + upper, special - upper, stride, inverse);
-	return NULL;
+	return PCS_SOUND;
 }
 
 /*
@@ -767,20 +767,20 @@ pcs_page_shuffle(const char *page, char *out)
 	{
 		(void) pcs_shuffle_stride(page, nitems, &rows);
 		if (rows * 10 < nitems * 9 &&
-			pcs_shuffle(page, out, PCS_ENTRY_SPLIT, false) == NULL)
+			pcs_shuffle(page, out, PCS_ENTRY_SPLIT, false) == PCS_SOUND)
 			return PCS_ENTRY_SPLIT;
 	}
-	if (pcs_shuffle(page, out, PCS_ENTRY_SHUFFLED, false) == NULL)
+	if (pcs_shuffle(page, out, PCS_ENTRY_SHUFFLED, false) == PCS_SOUND)
 		return PCS_ENTRY_SHUFFLED;
 	return 0;
 }
 
 /*
  * Undo pcs_page_shuffle(), which returned how (PCS_ENTRY_SPLIT or
- * PCS_ENTRY_SHUFFLED): from in to page (BLCKSZ bytes each).  NULL if done,
+ * PCS_ENTRY_SHUFFLED): from in to page (BLCKSZ bytes each).  PCS_SOUND if done,
  * else what is wrong with the image.
  */
-const char *
+PcsProblem
 pcs_page_unshuffle(const char *in, char *page, uint8 how)
 {
 	Assert(how == PCS_ENTRY_SPLIT || how == PCS_ENTRY_SHUFFLED);
