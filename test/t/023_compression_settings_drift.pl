@@ -92,6 +92,8 @@ my $path = PgStrata::PcsFile::relation_path($standby, 'postgres', 'c');
 ok(PgStrata::PcsFile::is_compressed($path),
 	'the standby stores the replayed table compressed');
 my $before = file_md5($path);
+ok(-e $standby->data_dir . '/pgstrata_compressed_storage',
+	'the standby records in replay that compressed relations may exist');
 
 # Reading sets the hint bits of rows whose inserts committed; then a
 # checkpoint on the primary lets the standby make another restartpoint.
@@ -112,6 +114,9 @@ cmp_ok(wal_count($standby, 'postgres', 'SELECT count(*) FROM c', 'hint'),
 	'>', 0,
 	'the promoted standby logs a hint-bit-only change as FPI_FOR_HINT');
 $standby->stop;
+$primary->backup('after_compression');
+ok(-e $primary->backup_dir . '/after_compression/pgstrata_compressed_storage',
+	'a base backup carries that record');
 $primary->stop;
 
 # 2. Compressed relations left behind by ALTER DATABASE ... SET TABLESPACE.

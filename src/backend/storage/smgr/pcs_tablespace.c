@@ -377,9 +377,11 @@ pcs_compressed_storage_possible(void)
  * fork is created, in normal running and in redo, so that the file is on
  * disk before anything compressed is: a crash, a base backup or pg_rewind
  * can then never leave compressed files without it.  From the moment the
- * shared flag is set, every process WAL-logs hint-bit changes (a standby
- * leaves pages dirtied only by hint bits clean instead: MarkBufferDirtyHint()),
- * and the checkpointer keeps full_page_writes on at its next look.
+ * shared flag is set, every process WAL-logs hint-bit changes, and a
+ * standby leaves pages dirtied only by hint bits clean instead
+ * (MarkBufferDirtyHint()).  full_page_writes is on already where this is
+ * reached through CREATE TABLESPACE, which insists on it; a standby puts
+ * it in effect at promotion, and the checkpointer at its next reload.
  *
  * Nothing removes the file: relations keep their format when they are
  * copied verbatim elsewhere (ALTER DATABASE ... SET TABLESPACE, CREATE
@@ -396,7 +398,8 @@ pcs_note_compressed_storage(void)
 	if (pcs_hint_bits_needed())
 		return;
 
-	fd = OpenTransientFile(PCS_IN_USE_FILE, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	fd = OpenTransientFile(PCS_IN_USE_FILE,
+						   O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
