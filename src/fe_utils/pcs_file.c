@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "common/file_perm.h"
 #include "common/logging.h"
 #include "fe_utils/pcs_file.h"
 #include "storage/pcs_format.h"
@@ -137,4 +138,33 @@ pcs_sparse_finish(PcsSparseFile *state, int fd, const char *path)
 {
 	if (state->segment && ftruncate(fd, state->offset) != 0)
 		pg_fatal("could not write to file \"%s\": %m", path);
+}
+
+/*
+ * Copy the file that says compressed forks may exist (PCS_IN_USE_FILE) from
+ * one data directory to another, if the first has it: pg_upgrade moves the
+ * relation files, compressed ones included, and the new cluster must keep
+ * protecting them (README.pcs, "Hint bits and full-page images").  The
+ * caller makes the new data directory durable afterwards.
+ */
+void
+pcs_copy_in_use_file(const char *old_pgdata, const char *new_pgdata)
+{
+	char		path[MAXPGPATH];
+	int			fd;
+
+	snprintf(path, sizeof(path), "%s/%s", old_pgdata, PCS_IN_USE_FILE);
+	if (access(path, F_OK) != 0)
+	{
+		if (errno != ENOENT)
+			pg_fatal("could not access file \"%s\": %m", path);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s", new_pgdata, PCS_IN_USE_FILE);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY,
+			  pg_file_create_mode);
+	if (fd < 0)
+		pg_fatal("could not create file \"%s\": %m", path);
+	if (close(fd) != 0)
+		pg_fatal("could not close file \"%s\": %m", path);
 }

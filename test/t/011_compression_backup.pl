@@ -332,6 +332,8 @@ command_ok(
 	  '--source-server', $standby->connstr('postgres'), '--no-sync' ],
 	'pg_rewind of the old primary');
 copy($keep, $conf) or die;
+ok(-e $primary->data_dir . '/pgstrata_compressed_storage',
+	'the rewound node records that compressed relations may exist');
 $primary->enable_streaming($standby);
 $primary->start;
 $standby->safe_psql('postgres', q(INSERT INTO t VALUES (-1, 0, 'after rewind')));

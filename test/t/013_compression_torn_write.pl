@@ -22,7 +22,7 @@
 # (entry switched, image half-written), an image written without its entry,
 # and a hint-bit-only change after a checkpoint (wal_log_hints = on makes it
 # a full-page image), also with wal_log_hints = off in the configuration,
-# which the server overrides while compressed tablespaces exist.
+# which the server overrides while compressed relations may exist.
 
 use strict;
 use warnings FATAL => 'all';
@@ -35,7 +35,9 @@ use PgStrata::PcsFile;
 my $data_offset = PgStrata::PcsFile::DATA_OFFSET;
 
 my $node = PostgreSQL::Test::Cluster->new('torn');
-$node->init(allows_streaming => 1);
+# Without data checksums: case 4 needs a cluster whose hint bits only
+# wal_log_hints logs.
+$node->init(allows_streaming => 1, extra => ['--no-data-checksums']);
 $node->append_conf('postgresql.conf', q(
 wal_log_hints = on
 full_page_writes = on

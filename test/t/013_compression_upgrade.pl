@@ -12,7 +12,9 @@
 #   pg_default with ALTER DATABASE SET TABLESPACE keeps them) go through
 #   pg_upgrade --copy and --link: the new cluster reads them, they are
 #   still compressed (and --copy keeps their map sparse), pg_dumpall gives
-#   the same output, amcheck is clean.
+#   the same output, amcheck is clean, and the new cluster has the file
+#   that says compressed relations may exist (README.pcs, "Hint bits and
+#   full-page images").
 
 use strict;
 use warnings FATAL => 'all';
@@ -139,6 +141,8 @@ sub check_new
 	my ($node, $label) = @_;
 	ok(PgStrata::PcsFile::relation_is_compressed($node, 'cdb', 'c'),
 	"$label: the table is still compressed");
+	ok(-e $node->data_dir . '/pgstrata_compressed_storage',
+		"$label: the new cluster knows that compressed relations may exist");
 	is($node->safe_psql('cdb', $sum), $expect, "$label: it reads back");
 	is( $node->safe_psql('cdb',
 			q(SELECT (SELECT count(*) FROM verify_heapam('c')) || ' ' || bt_index_check('c_v', true) || bt_index_check('c_pkey', true))),

@@ -1,16 +1,21 @@
 
 # Copyright (c) 2026, pgstrata developers
 
-# While compressed tablespaces exist, the server keeps the settings that
-# protect compressed pages from torn writes, whatever postgresql.conf says:
+# Once compressed storage has been used, the server keeps the settings
+# that protect compressed pages from torn writes, whatever postgresql.conf
+# says (on a cluster without data checksums):
 #
 # - full_page_writes = off, reloaded, is ignored with a WARNING: a change
 #   after a checkpoint still writes a full-page image;
 # - wal_log_hints = off at a restart is turned on with a WARNING: SHOW and
-#   pg_controldata say on, and a hint-bit-only change writes FPI_FOR_HINT.
+#   pg_controldata say on, and a hint-bit-only change writes FPI_FOR_HINT;
+# - both stay so after the last compressed tablespace is dropped.
 #
-# Once the last compressed tablespace is dropped, both settings work as
-# configured again; that half shows the checks can tell the difference.
+# On a cluster that never used compression both settings work as
+# configured; that part shows the checks can tell the difference, and that
+# CREATE TABLESPACE with compression is refused there with its hint.  On a
+# cluster made by initdb with its defaults (data checksums on) it works at
+# once.
 
 use strict;
 use warnings FATAL => 'all';
@@ -21,7 +26,7 @@ use Test::More;
 use Time::HiRes qw(usleep);
 
 my $node = PostgreSQL::Test::Cluster->new('settings');
-$node->init;
+$node->init(extra => ['--no-data-checksums']);
 $node->append_conf('postgresql.conf', qq(
 wal_log_hints = on
 allow_in_place_tablespaces = on
@@ -90,17 +95,24 @@ cmp_ok($update_t->(), '>', 0,
 cmp_ok($update_p->(), '>', 0,
 	'... for every relation, since the setting is cluster-wide');
 ok( $node->log_contains(
-		qr/WARNING:  full_page_writes = off is ignored because compressed tablespaces exist/,
+		qr/WARNING:  full_page_writes = off is ignored because compressed relations may exist/,
 		$offset),
 	'full_page_writes = off: the server says it ignores it');
 
-# wal_log_hints = off, by restart.
+# wal_log_hints = off, by restart; without pgstrata_compressed_storage, as
+# in a cluster made before that file existed: the tablespace's marker
+# brings it back at start.
+my $in_use = $node->data_dir . '/pgstrata_compressed_storage';
+ok(-e $in_use, 'CREATE TABLESPACE records that compressed relations may exist');
 $node->safe_psql('postgres', "ALTER SYSTEM RESET full_page_writes");
 $node->append_conf('postgresql.conf', "wal_log_hints = off");
 $offset = -s $node->logfile;
-$node->restart;
+$node->stop;
+unlink $in_use or die "unlink $in_use: $!";
+$node->start;
+ok(-e $in_use, 'a compressed tablespace\'s marker recreates it at start');
 ok( $node->log_contains(
-		qr/WARNING:  wal_log_hints is turned on because compressed tablespaces exist/,
+		qr/WARNING:  wal_log_hints is turned on because compressed relations may exist/,
 		$offset),
 	'wal_log_hints = off at start: the server says it turns it on');
 is($node->safe_psql('postgres', 'SHOW wal_log_hints'),
@@ -115,23 +127,84 @@ $node->safe_psql('postgres',
 cmp_ok(wal_count('SELECT count(*) FROM t', 'hint'),
 	'>', 0, 'a hint-bit-only change to a compressed page logs FPI_FOR_HINT');
 
-# Without compressed tablespaces, both settings apply as configured.
+# After the last compressed tablespace is dropped, both stay in effect.
 $node->safe_psql('postgres', 'DROP TABLE t; DROP TABLESPACE cts');
 $offset = -s $node->logfile;
 $node->restart;
-ok( !$node->log_contains(qr/wal_log_hints is turned on/, $offset),
-	'no compressed tablespace: no warning at start');
+ok( $node->log_contains(qr/wal_log_hints is turned on/, $offset),
+	'after DROP TABLESPACE: the warning at start again');
 is($node->safe_psql('postgres', 'SHOW wal_log_hints'),
-	'off', 'no compressed tablespace: wal_log_hints stays off');
-$node->safe_psql('postgres',
-	"INSERT INTO p SELECT g, md5(g::text) FROM generate_series(1, 1000) g");
+	'on', 'after DROP TABLESPACE: wal_log_hints is still on');
+$node->stop;
+
+# A cluster that never used compression: both settings apply as configured.
+$node = PostgreSQL::Test::Cluster->new('plain');
+$node->init(extra => ['--no-data-checksums']);
+$node->append_conf('postgresql.conf', qq(
+wal_log_hints = off
+allow_in_place_tablespaces = on
+checkpoint_timeout = 1h
+autovacuum = off
+));
+$offset = -s $node->logfile;
+$node->start;
+$node->safe_psql('postgres', q(
+CREATE EXTENSION pg_walinspect;
+CREATE TABLE p (id int, v text);
+INSERT INTO p SELECT g, md5(g::text) FROM generate_series(1, 1000) g;
+));
+ok( !$node->log_contains(qr/wal_log_hints is turned on/, $offset),
+	'no compressed storage: no warning at start');
+is($node->safe_psql('postgres', 'SHOW wal_log_hints'),
+	'off', 'no compressed storage: wal_log_hints stays off');
 is(wal_count('SELECT count(*) FROM p', 'hint'),
-	'0', 'no compressed tablespace: a hint-bit change logs nothing');
+	'0', 'no compressed storage: a hint-bit change logs nothing');
 
 $node->safe_psql('postgres',
 	"ALTER SYSTEM SET full_page_writes = off; SELECT pg_reload_conf();");
 is(poll($update_p, '0'), '0',
-	'no compressed tablespace: full_page_writes = off takes effect');
+	'no compressed storage: full_page_writes = off takes effect');
 
+# Without data checksums and wal_log_hints, CREATE TABLESPACE refuses.
+my ($ret, $stdout, $stderr) = $node->psql('postgres',
+	"CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd')");
+like(
+	$stderr,
+	qr/compressed tablespaces require full_page_writes/,
+	'full_page_writes = off: CREATE TABLESPACE with compression is refused');
+$node->safe_psql('postgres',
+	"ALTER SYSTEM RESET full_page_writes; SELECT pg_reload_conf();");
+is(poll(sub { $node->safe_psql('postgres', 'SHOW full_page_writes') }, 'on'),
+	'on', 'full_page_writes is on again');
+($ret, $stdout, $stderr) = $node->psql('postgres',
+	"CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd')");
+like(
+	$stderr,
+	qr/compressed tablespaces require wal_log_hints or data checksums.*HINT:  Set wal_log_hints = on/s,
+	'no data checksums, wal_log_hints = off: refused, with the hint');
+ok(!-e $node->data_dir . '/pgstrata_compressed_storage',
+	'a refused CREATE TABLESPACE leaves no trace of compressed storage');
 $node->stop;
+
+# First use: a cluster made by initdb with its defaults has data checksums,
+# and CREATE TABLESPACE with compression works without a restart.
+$node = PostgreSQL::Test::Cluster->new('defaults');
+$node->init;
+$node->append_conf('postgresql.conf', 'allow_in_place_tablespaces = on');
+$node->start;
+is($node->safe_psql('postgres', 'SHOW data_checksums'),
+	'on', 'initdb with its defaults enables data checksums');
+is( $node->safe_psql(
+		'postgres', q(
+CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
+CREATE TABLE t (id int) TABLESPACE cts;
+INSERT INTO t SELECT generate_series(1, 100);
+SELECT count(*) FROM t;
+)),
+	'100',
+	'CREATE TABLESPACE with compression works on a default cluster');
+ok(-e $node->data_dir . '/pgstrata_compressed_storage',
+	'the cluster records that compressed storage may exist');
+$node->stop;
+
 done_testing();

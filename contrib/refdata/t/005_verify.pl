@@ -16,7 +16,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
+# Pages are damaged on purpose: data checksums would catch that first.
+$node->init(extra => ['--no-data-checksums']);
 $node->start;
 $node->safe_psql(
 	'postgres', q{

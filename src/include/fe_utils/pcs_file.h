@@ -25,5 +25,7 @@ extern bool pcs_sparse_write(PcsSparseFile *state, int fd,
 extern void pcs_sparse_finish(PcsSparseFile *state, int fd,
 							  const char *path);
 extern bool pcs_path_is_segment(const char *dir, const char *path);
+extern void pcs_copy_in_use_file(const char *old_pgdata,
+								 const char *new_pgdata);
 
 #endif							/* PCS_FILE_H */

@@ -92,6 +92,13 @@ extern void pcs_redo_tablespace(struct XLogReaderState *record,
 extern void pcs_remove_tablespace_marker(const char *versiondir, bool redo);
 extern void pcs_check_alter_tablespace(const char *name, List *options);
 extern bool pcs_compressed_tablespaces_exist(void);
+
+/* what protects compressed pages while they may exist (pcs_tablespace.c) */
+extern Size pcs_cluster_shmem_size(void);
+extern void pcs_cluster_shmem_init(void);
+extern bool pcs_hint_bits_needed(void);
+extern bool pcs_compressed_storage_possible(void);
+extern void pcs_note_compressed_storage(void);
 extern void pcs_enforce_startup_settings(void);
 extern bool pcs_full_page_writes(bool configured);
 

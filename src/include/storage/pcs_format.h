@@ -65,6 +65,14 @@ typedef struct pg_atomic_uint64
  */
 #define PCS_MARKER_FILE		"pgstrata_compression"
 
+/*
+ * In the data directory: this cluster may hold compressed forks, so the
+ * server WAL-logs hint-bit changes and keeps full_page_writes on (README.pcs,
+ * "Hint bits and full-page images").  Written before the first compressed
+ * fork; nothing removes it.
+ */
+#define PCS_IN_USE_FILE		"pgstrata_compressed_storage"
+
 /* Layout of a segment file */
 #define PCS_HEADER_SIZE		4096
 #define PCS_ENTRY_SIZE		16

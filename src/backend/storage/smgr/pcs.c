@@ -1425,6 +1425,8 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 	if (isRedo && pcs_is_compressed(reln, forknum))
 		return;
 
+	/* durable before the fork is (pcs_tablespace.c) */
+	pcs_note_compressed_storage();
 	mdcreate(reln, forknum, isRedo);
 	/* the file exists, empty, and others can see it (pcs_fork_format) */
 	INJECTION_POINT("pcs-create-before-header");

@@ -2,7 +2,8 @@
  *
  * pcs_tablespace.c
  *	  Compressed tablespaces: the compression option of CREATE TABLESPACE,
- *	  the marker file that carries it to the storage manager, and its WAL.
+ *	  the marker file that carries it to the storage manager, its WAL, and
+ *	  the settings that protect compressed pages while they may exist.
  *
  * The storage manager cannot read pg_tablespace (the checkpointer and the
  * startup process have no catalog access), so CREATE TABLESPACE leaves the
@@ -32,6 +33,7 @@
 #include "common/relpath.h"
 #include "storage/fd.h"
 #include "storage/pcs.h"
+#include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
@@ -47,6 +49,15 @@ typedef struct PcsTablespaceWal
 
 /* Registered with XLogRegisterData, so it must outlive the call */
 static PcsTablespaceWal pcs_wal_data;
+
+/* Shared state of the cluster's compressed storage */
+typedef struct PcsClusterState
+{
+	/* PCS_IN_USE_FILE is durable: compressed forks may exist */
+	bool		in_use;
+} PcsClusterState;
+
+static PcsClusterState *PcsCluster = NULL;
 
 /*
  * pcs_debug_force_compression: a developer option that creates every new
@@ -202,6 +213,7 @@ pcs_create_tablespace(Oid tablespaceoid, PcsAlgorithm algorithm, int level)
 
 	if (algorithm == PCS_ALGO_NONE)
 		return;
+	pcs_note_compressed_storage();
 	dir = pcs_version_dir(tablespaceoid);
 	pcs_write_tablespace_marker(dir, algorithm, level);
 	pfree(dir);
@@ -272,9 +284,9 @@ pcs_check_alter_tablespace(const char *name, List *options)
 }
 
 /*
- * Does any tablespace of the cluster hold compressed relations?  The marker
- * files answer it without catalog access, so the postmaster and the
- * checkpointer can ask.
+ * Does any tablespace of the cluster have the compression marker?  The
+ * marker files answer it without catalog access.  Only the start of a
+ * cluster made before PCS_IN_USE_FILE existed needs the answer.
  */
 bool
 pcs_compressed_tablespaces_exist(void)
@@ -301,22 +313,144 @@ pcs_compressed_tablespaces_exist(void)
 }
 
 /*
- * Turn wal_log_hints on at server start if compressed tablespaces exist and
- * nothing else WAL-logs hint bits.  CREATE TABLESPACE insisted on it, but
- * the setting can be dropped from postgresql.conf before a restart; a page
- * whose only change is a hint bit would then be rewritten in place with no
- * full-page image to repair it after a torn write.  Overriding the setting,
- * rather than refusing to start, keeps the server available, and the
- * control file then records what is really in effect (pg_rewind looks).
+ * Is PCS_IN_USE_FILE in the data directory?  A file that cannot be looked
+ * at for another reason than its absence counts as there: the answer only
+ * turns protections on.
+ */
+static bool
+pcs_in_use_file_exists(void)
+{
+	struct stat st;
+
+	return stat(PCS_IN_USE_FILE, &st) == 0 || errno != ENOENT;
+}
+
+/* Size of the shared state of compressed storage */
+Size
+pcs_cluster_shmem_size(void)
+{
+	return sizeof(PcsClusterState);
+}
+
+/*
+ * Set up the shared state from the data directory.  The postmaster makes
+ * it (again after a crash), before any process may set a hint bit.
+ */
+void
+pcs_cluster_shmem_init(void)
+{
+	bool		found;
+
+	PcsCluster = ShmemInitStruct("pgstrata compressed storage",
+								 sizeof(PcsClusterState), &found);
+	if (!found)
+		PcsCluster->in_use = pcs_in_use_file_exists();
+}
+
+/*
+ * May this cluster hold compressed forks?  Asked by XLogHintBitIsNeeded()
+ * once data checksums and wal_log_hints have said no, so it must be cheap:
+ * a read of shared memory.  Before shared memory exists (the postmaster's
+ * start) it says no; pcs_enforce_startup_settings() covers that time.
+ */
+bool
+pcs_hint_bits_needed(void)
+{
+	return PcsCluster != NULL && PcsCluster->in_use;
+}
+
+/*
+ * May this cluster hold compressed forks?  The slower question, for those
+ * that may run before shared memory exists.
+ */
+bool
+pcs_compressed_storage_possible(void)
+{
+	if (PcsCluster != NULL)
+		return PcsCluster->in_use;
+	return pcs_in_use_file_exists();
+}
+
+/*
+ * Record, durably, that this cluster may hold compressed forks from now on.
+ * Called before a compressed tablespace's marker and before a compressed
+ * fork is created, in normal running and in redo, so that the file is on
+ * disk before anything compressed is: a crash, a base backup or pg_rewind
+ * can then never leave compressed files without it.  From the moment the
+ * shared flag is set, every process WAL-logs hint-bit changes, and a
+ * standby leaves pages dirtied only by hint bits clean instead
+ * (MarkBufferDirtyHint()).  full_page_writes is on already where this is
+ * reached through CREATE TABLESPACE, which insists on it; a standby puts
+ * it in effect at promotion, and the checkpointer at its next reload.
+ *
+ * Nothing removes the file: relations keep their format when they are
+ * copied verbatim elsewhere (ALTER DATABASE ... SET TABLESPACE, CREATE
+ * DATABASE ... STRATEGY FILE_COPY), so dropping the last compressed
+ * tablespace does not prove that no compressed fork is left.
+ */
+void
+pcs_note_compressed_storage(void)
+{
+	static const char text[] =
+		"This cluster may hold compressed relation forks (pgstrata).\n";
+	int			fd;
+
+	if (pcs_hint_bits_needed())
+		return;
+
+	fd = OpenTransientFile(PCS_IN_USE_FILE,
+						   O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", PCS_IN_USE_FILE)));
+	errno = 0;
+	if (write(fd, text, sizeof(text) - 1) != sizeof(text) - 1)
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", PCS_IN_USE_FILE)));
+	}
+	if (pg_fsync(fd) != 0)
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m", PCS_IN_USE_FILE)));
+	CloseTransientFile(fd);
+	fsync_fname(".", true);
+
+	if (PcsCluster != NULL)
+	{
+		PcsCluster->in_use = true;
+		/* seen by others before the compressed fork can be (see above) */
+		pg_memory_barrier();
+	}
+}
+
+/*
+ * Settle, at server start, what protects compressed pages, before any
+ * child process starts: a cluster made before PCS_IN_USE_FILE existed gets
+ * it if it has compressed tablespaces, and wal_log_hints is turned on when
+ * compressed forks may exist and nothing else WAL-logs hint bits.  The
+ * setting can have been dropped from postgresql.conf, or never set on a
+ * standby; a page whose only change is a hint bit would then be rewritten
+ * in place with no full-page image to repair it after a torn write.
+ * Overriding the setting, rather than refusing to start, keeps the server
+ * available, and the control file then records what is really in effect
+ * (pg_rewind looks).
  */
 void
 pcs_enforce_startup_settings(void)
 {
-	if (XLogHintBitIsNeeded() || !pcs_compressed_tablespaces_exist())
+	if (!pcs_in_use_file_exists() && pcs_compressed_tablespaces_exist())
+		pcs_note_compressed_storage();
+
+	if (XLogHintBitIsNeeded() || !pcs_compressed_storage_possible())
 		return;
 
 	ereport(WARNING,
-			(errmsg("wal_log_hints is turned on because compressed tablespaces exist"),
+			(errmsg("wal_log_hints is turned on because compressed relations may exist"),
 			 errdetail("A compressed page whose only change is a hint bit is rewritten as a whole; only a full-page image in WAL protects it from a torn write."),
 			 errhint("Set wal_log_hints = on in postgresql.conf.")));
 	SetConfigOption("wal_log_hints", "on", PGC_POSTMASTER, PGC_S_OVERRIDE);
@@ -324,19 +458,19 @@ pcs_enforce_startup_settings(void)
 
 /*
  * The value of full_page_writes that WAL insertion must follow, given the
- * configured one: on whenever compressed tablespaces exist, for the reason
+ * configured one: on whenever compressed forks may exist, for the reason
  * given at pcs_enforce_startup_settings().  Called by UpdateFullPageWrites()
  * outside its critical section.
  */
 bool
 pcs_full_page_writes(bool configured)
 {
-	if (configured || !pcs_compressed_tablespaces_exist())
+	if (configured || !pcs_compressed_storage_possible())
 		return configured;
 
 	ereport(WARNING,
-			(errmsg("full_page_writes = off is ignored because compressed tablespaces exist"),
+			(errmsg("full_page_writes = off is ignored because compressed relations may exist"),
 			 errdetail("A compressed page is rewritten as a whole; only a full-page image in WAL can repair one torn by a crash."),
-			 errhint("Set full_page_writes = on, or move every relation out of the compressed tablespaces and drop them.")));
+			 errhint("Leave full_page_writes on; a cluster that has held compressed relations keeps it on.")));
 	return true;
 }
