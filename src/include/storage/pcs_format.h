@@ -237,7 +237,7 @@ pcs_copy_can_skip(const char *buf, off_t offset, size_t len)
  */
 typedef enum PcsProblem
 {
-	PCS_SOUND = 0,			/* nothing is wrong */
+	PCS_SOUND = 0,				/* nothing is wrong */
 	PCS_HEADER_BAD_MAGIC,
 	PCS_HEADER_BAD_CRC,
 	PCS_HEADER_BAD_VERSION,
@@ -283,8 +283,8 @@ extern uint32 pcs_header_other_version(const PcsHeader *header);
 extern uint64 pcs_nblocks_word(const PcsHeader *header, BlockNumber segno,
 							   BlockNumber nblocks);
 extern PcsProblem pcs_nblocks_decode(const PcsHeader *header,
-									  BlockNumber segno, uint64 word,
-									  BlockNumber *nblocks);
+									 BlockNumber segno, uint64 word,
+									 BlockNumber *nblocks);
 extern uint64 pcs_alloc_word(const PcsHeader *header, BlockNumber segno,
 							 uint32 generation, uint32 next_unit);
 extern bool pcs_alloc_decode(const PcsHeader *header, BlockNumber segno,
@@ -295,7 +295,7 @@ extern void pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock,
 						  uint32 first_unit, int stored, int units,
 						  uint8 image_flags, uint32 data_crc);
 extern PcsProblem pcs_entry_check(const PcsMapEntry *entry,
-								   BlockNumber segblock, uint32 unit_limit);
+								  BlockNumber segblock, uint32 unit_limit);
 extern int	pcs_units_to_allocate(int stored, bool grown);
 
 /*
@@ -337,10 +337,10 @@ extern int	pcs_compress_page(PcsAlgorithm algorithm, int level,
 							  const char *page, char *dest, int capacity,
 							  uint8 *image_flags, PcsCodecState *state);
 extern PcsProblem pcs_decompress_page(PcsAlgorithm algorithm,
-									   const char *src, int srclen,
-									   char *page);
+									  const char *src, int srclen,
+									  char *page);
 extern PcsProblem pcs_decode_image(PcsAlgorithm algorithm, uint8 flags,
-									const char *image, int len, char *page);
+								   const char *image, int len, char *page);
 extern uint32 pcs_data_crc(const char *data, int len);
 
 #endif							/* PCS_FORMAT_H */

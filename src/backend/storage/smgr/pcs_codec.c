@@ -261,7 +261,7 @@ pcs_decode_image(PcsAlgorithm algorithm, uint8 flags, const char *image,
 				 int len, char *page)
 {
 	PGAlignedBlock shuffled;
-	PcsProblem problem;
+	PcsProblem	problem;
 
 	if (flags & PCS_ENTRY_RAW)
 	{

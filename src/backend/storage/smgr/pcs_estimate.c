@@ -213,4 +213,3 @@ pcs_page_incompressible(const char *page, char *scratch)
 	return false;
 #endif
 }
-

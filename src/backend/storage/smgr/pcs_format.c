@@ -384,4 +384,3 @@ pcs_data_crc(const char *data, int len)
 	FIN_CRC32C(crc);
 	return crc;
 }
-

@@ -786,4 +786,3 @@ pcs_page_unshuffle(const char *in, char *page, uint8 how)
 	Assert(how == PCS_ENTRY_SPLIT || how == PCS_ENTRY_SHUFFLED);
 	return pcs_shuffle(in, page, how, true);
 }
-
