@@ -73,13 +73,11 @@ extern bool pcs_fork_stats(SMgrRelation reln, ForkNumber forknum,
 struct stat;
 extern off_t pcs_file_size(const char *path, const struct stat *st);
 
-/* compressed tablespaces (pcs.c) */
+/* compressed tablespaces and their marker files (pcs_tablespace.c) */
 extern bool pcs_tablespace_settings(Oid spcOid, PcsAlgorithm *algorithm,
 									int *level);
 extern void pcs_write_tablespace_marker(const char *versiondir,
 										PcsAlgorithm algorithm, int level);
-
-/* compressed tablespaces (pcs_tablespace.c) */
 struct XLogReaderState;
 extern void pcs_validate_compression_option(const char *value);
 extern void pcs_check_tablespace_options(Datum options,

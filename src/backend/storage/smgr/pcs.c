@@ -31,7 +31,6 @@
 #include <unistd.h>
 
 #include "access/xlogutils.h"
-#include "catalog/pg_tablespace_d.h"
 #include "common/hashfn.h"
 #include "common/relpath.h"
 #include "lib/ilist.h"
@@ -179,83 +178,6 @@ pcs_current_generation(void)
 			pcs_generation = 1;
 	}
 	return pcs_generation;
-}
-
-/*
- * Read the compression settings of a tablespace from its marker file.
- * Returns false when the tablespace has none (it is not compressed).
- */
-bool
-pcs_tablespace_settings(Oid spcOid, PcsAlgorithm *algorithm, int *level)
-{
-	char		path[MAXPGPATH];
-	char		buf[256];
-	char		name[64];
-	FILE	   *file;
-	size_t		n;
-
-	if (spcOid == DEFAULTTABLESPACE_OID || spcOid == GLOBALTABLESPACE_OID)
-		return false;
-
-	snprintf(path, sizeof(path), "pg_tblspc/%u/%s/%s", spcOid,
-			 TABLESPACE_VERSION_DIRECTORY, PCS_MARKER_FILE);
-	file = AllocateFile(path, "r");
-	if (file == NULL)
-	{
-		if (errno == ENOENT)
-			return false;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open file \"%s\": %m", path)));
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, file);
-	FreeFile(file);
-	buf[n] = '\0';
-
-	if (sscanf(buf, "algorithm=%63s level=%d", name, level) != 2 ||
-		!pcs_algorithm_from_name(name, algorithm) ||
-		*algorithm == PCS_ALGO_NONE)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid compression marker file \"%s\"", path)));
-	return true;
-}
-
-/* Write the marker file of a new compressed tablespace (also in redo) */
-void
-pcs_write_tablespace_marker(const char *versiondir, PcsAlgorithm algorithm,
-							int level)
-{
-	char		path[MAXPGPATH];
-	char		buf[64];
-	int			fd;
-	int			len;
-
-	snprintf(path, sizeof(path), "%s/%s", versiondir, PCS_MARKER_FILE);
-	len = snprintf(buf, sizeof(buf), "algorithm=%s level=%d\n",
-				   pcs_algorithm_name(algorithm), level);
-
-	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
-	if (fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", path)));
-	errno = 0;
-	if (write(fd, buf, len) != len)
-	{
-		if (errno == 0)
-			errno = ENOSPC;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", path)));
-	}
-	/* Relations created next decide their format from this file. */
-	if (pg_fsync(fd) != 0)
-		ereport(data_sync_elevel(ERROR),
-				(errcode_for_file_access(),
-				 errmsg("could not fsync file \"%s\": %m", path)));
-	CloseTransientFile(fd);
-	fsync_fname(versiondir, true);
 }
 
 /*
@@ -486,6 +408,8 @@ static void
 pcs_limit_mappings(void)
 {
 	int			limit = Max(max_files_per_process, 16);
+
+	Assert(pcs_num_mapped >= 0);
 
 	while (pcs_num_mapped >= limit)
 		pcs_unmap_segment(dlist_tail_element(PcsSegment, lru, &pcs_mapped));
@@ -789,6 +713,7 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
 		have += grow;
 	}
 	seg->capacity = have;
+	Assert(seg->capacity >= limit);
 }
 
 /*
@@ -930,6 +855,8 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 														  gen, first + units)))
 			break;
 	}
+	/* the file holds every unit handed out (README.pcs, "Allocation") */
+	Assert((uint64) first + units <= seg->capacity);
 	return first;
 }
 
@@ -998,6 +925,8 @@ pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
 {
 	uint64		old = pg_atomic_read_u64(&seg->header->nblocks);
 
+	Assert(n <= RELSEG_SIZE);
+
 	for (;;)
 	{
 		BlockNumber cur;
@@ -1027,6 +956,7 @@ pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
 static void
 pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
 {
+	Assert(from <= to && to <= RELSEG_SIZE);
 	for (BlockNumber b = from; b < to; b++)
 	{
 		if (!pcs_entry_is_empty(&seg->map[b]))
@@ -1136,6 +1066,8 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	}
 	if (problem == PCS_SOUND)
 	{
+		/* a sound entry's image fits the staging block */
+		Assert(entry.stored > 0 && entry.stored <= BLCKSZ);
 		nread = FileRead(seg->vfd, image.data, entry.stored,
 						 pcs_unit_offset(entry.first_unit),
 						 WAIT_EVENT_DATA_FILE_READ);
@@ -1273,6 +1205,9 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		first = pcs_allocate(reln, seg, units);
 	}
 
+	/* the image fits its units, which lie inside the file */
+	Assert(len > 0 && len <= BLCKSZ && pcs_units_for(len) <= units);
+	Assert((uint64) first + units <= seg->capacity || first == old.first_unit);
 	if (FileWrite(seg->vfd, src, len, pcs_unit_offset(first),
 				  extend ? WAIT_EVENT_DATA_FILE_EXTEND : WAIT_EVENT_DATA_FILE_WRITE) != len)
 		ereport(ERROR,
@@ -1497,6 +1432,8 @@ pcs_zeroextend(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 		BlockNumber to = Min(RELSEG_SIZE, from + (end - blocknum));
 		PcsSegment *seg;
 		BlockNumber cur;
+
+		Assert(from < to);
 
 		pcs_fill_segments_before(reln, forknum, segno, skipFsync);
 		seg = pcs_getseg(reln, forknum, segno, true);

@@ -28,6 +28,7 @@
 #include "access/xlog.h"
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
+#include "catalog/pg_tablespace_d.h"
 #include "commands/defrem.h"
 #include "commands/tablespace.h"
 #include "common/relpath.h"
@@ -180,6 +181,83 @@ pcs_check_tablespace_options(Datum options, PcsAlgorithm *algorithm,
 				 errmsg("compressed tablespaces require wal_log_hints or data checksums"),
 				 errdetail("A page whose only change is a hint bit is rewritten compressed as a whole, so that change must be covered by a full-page image in WAL too."),
 				 errhint("Set wal_log_hints = on in postgresql.conf and restart the server.")));
+}
+
+/*
+ * Read the compression settings of a tablespace from its marker file.
+ * Returns false when the tablespace has none (it is not compressed).
+ */
+bool
+pcs_tablespace_settings(Oid spcOid, PcsAlgorithm *algorithm, int *level)
+{
+	char		path[MAXPGPATH];
+	char		buf[256];
+	char		name[64];
+	FILE	   *file;
+	size_t		n;
+
+	if (spcOid == DEFAULTTABLESPACE_OID || spcOid == GLOBALTABLESPACE_OID)
+		return false;
+
+	snprintf(path, sizeof(path), "pg_tblspc/%u/%s/%s", spcOid,
+			 TABLESPACE_VERSION_DIRECTORY, PCS_MARKER_FILE);
+	file = AllocateFile(path, "r");
+	if (file == NULL)
+	{
+		if (errno == ENOENT)
+			return false;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", path)));
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, file);
+	FreeFile(file);
+	buf[n] = '\0';
+
+	if (sscanf(buf, "algorithm=%63s level=%d", name, level) != 2 ||
+		!pcs_algorithm_from_name(name, algorithm) ||
+		*algorithm == PCS_ALGO_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid compression marker file \"%s\"", path)));
+	return true;
+}
+
+/* Write the marker file of a new compressed tablespace (also in redo) */
+void
+pcs_write_tablespace_marker(const char *versiondir, PcsAlgorithm algorithm,
+							int level)
+{
+	char		path[MAXPGPATH];
+	char		buf[64];
+	int			fd;
+	int			len;
+
+	snprintf(path, sizeof(path), "%s/%s", versiondir, PCS_MARKER_FILE);
+	len = snprintf(buf, sizeof(buf), "algorithm=%s level=%d\n",
+				   pcs_algorithm_name(algorithm), level);
+
+	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", path)));
+	errno = 0;
+	if (write(fd, buf, len) != len)
+	{
+		if (errno == 0)
+			errno = ENOSPC;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", path)));
+	}
+	/* Relations created next decide their format from this file. */
+	if (pg_fsync(fd) != 0)
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m", path)));
+	CloseTransientFile(fd);
+	fsync_fname(versiondir, true);
 }
 
 /*
