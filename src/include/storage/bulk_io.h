@@ -92,7 +92,8 @@ extern bool bulk_io_heap_reclaim_window(Relation rel,
 										BufferAccessStrategy strategy);
 extern bool bulk_io_heap_unused_window(Relation rel,
 									   BlockNumber nonempty_pages,
-									   BlockNumber rel_pages);
+									   BlockNumber rel_pages,
+									   TransactionId oldest_xmin);
 
 /* pre-extension of index builds */
 extern BlockNumber bulk_io_index_extend_window(void);

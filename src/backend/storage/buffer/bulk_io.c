@@ -49,7 +49,8 @@
  */
 #include "postgres.h"
 
-#include "access/visibilitymap.h"
+#include "access/htup_details.h"
+#include "access/transam.h"
 #include "common/relpath.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -532,11 +533,13 @@ bulk_io_heap_record_free(Relation rel, BlockNumber from, BlockNumber to)
  * - the relation ends in a never-used page (PageIsNew): the tail is what an
  *   extension added, not pages emptied by DELETE, which stock rules
  *   govern;
- * - the last page with tuples is all-visible after VACUUM's pass: nobody has
- *   inserted there since VACUUM looked, and no open transaction has rows
- *   there, so the window is not being filled right now.  A window under a
- *   steady stream of inserts stays, and is not cut and added again at every
- *   VACUUM.
+ * - the last page with tuples holds no row inserted by a transaction that
+ *   is still running or ended after VACUUM's cutoff (oldest_xmin): nobody
+ *   is filling the window right now.  A window under a steady stream of
+ *   inserts stays, and is not cut and added again at every VACUUM, and
+ *   VACUUM does not wait 5 s for a lock that a running COPY holds.  (The
+ *   page's all-visible bit would say the same, but VACUUM cannot set it
+ *   right after an asynchronously committed load.)
  *
  * lazy_truncate_heap() then takes the AccessExclusiveLock only if nobody
  * holds a lock on the relation, gives up as soon as someone queues for
@@ -546,10 +549,11 @@ bulk_io_heap_record_free(Relation rel, BlockNumber from, BlockNumber to)
  */
 bool
 bulk_io_heap_unused_window(Relation rel, BlockNumber nonempty_pages,
-						   BlockNumber rel_pages)
+						   BlockNumber rel_pages, TransactionId oldest_xmin)
 {
 	Buffer		buf;
 	bool		never_used;
+	bool		quiet = true;
 
 	if (polar_bulk_extend_size <= 0 || RelationUsesLocalBuffers(rel) ||
 		rel_pages < (BlockNumber) polar_min_bulk_extend_table_size ||
@@ -566,16 +570,33 @@ bulk_io_heap_unused_window(Relation rel, BlockNumber nonempty_pages,
 
 	if (nonempty_pages > 0)
 	{
-		Buffer		vmbuffer = InvalidBuffer;
-		bool		quiet;
+		Page		page;
+		OffsetNumber maxoff;
 
-		quiet = VM_ALL_VISIBLE(rel, nonempty_pages - 1, &vmbuffer);
-		if (BufferIsValid(vmbuffer))
-			ReleaseBuffer(vmbuffer);
-		if (!quiet)
-			return false;
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, nonempty_pages - 1,
+								 RBM_NORMAL, NULL);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		maxoff = PageIsNew(page) ? InvalidOffsetNumber :
+			PageGetMaxOffsetNumber(page);
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+		{
+			ItemId		itemid = PageGetItemId(page, off);
+			HeapTupleHeader tuple;
+
+			if (!ItemIdIsNormal(itemid))
+				continue;
+			tuple = (HeapTupleHeader) PageGetItem(page, itemid);
+			if (!TransactionIdPrecedes(HeapTupleHeaderGetXmin(tuple),
+									   oldest_xmin))
+			{
+				quiet = false;
+				break;
+			}
+		}
+		UnlockReleaseBuffer(buf);
 	}
-	return true;
+	return quiet;
 }
 
 /* The pre-extension window of an index build, in blocks (0: none) */
