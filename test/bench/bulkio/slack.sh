@@ -6,6 +6,8 @@
 #
 #   insert   INSERTS single-row INSERTs from one pgbench client
 #            (synchronous_commit off)
+#   insert4  the same number from four clients at once, a quarter each,
+#            so that they queue on the table's extension lock
 #   copy     COPY of COPY_ROWS rows from one session
 #   copy4    the same rows COPYed from four sessions at once, a quarter each
 #
@@ -33,7 +35,7 @@
 #
 # Environment: WORK (build/bench/slack), BIN (build/install/bin: another
 # installation, such as an older build, is measured by pointing BIN and
-# WORK elsewhere), ROUNDS (5), SCENARIOS ("insert copy copy4"), INSERTS
+# WORK elsewhere), ROUNDS (5), SCENARIOS ("insert insert4 copy copy4"), INSERTS
 # (100000), COPY_ROWS (1000000), BASE_ROWS (75000).
 
 set -euo pipefail
@@ -43,7 +45,7 @@ TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 BIN=${BIN:-$TOP/build/install/bin}
 WORK=${WORK:-$TOP/build/bench/slack}
 ROUNDS=${ROUNDS:-5}
-SCENARIOS=${SCENARIOS:-"insert copy copy4"}
+SCENARIOS=${SCENARIOS:-"insert insert4 copy copy4"}
 INSERTS=${INSERTS:-100000}
 COPY_ROWS=${COPY_ROWS:-1000000}
 BASE_ROWS=${BASE_ROWS:-75000}
@@ -118,6 +120,10 @@ EOF
 	insert)
 		PGOPTIONS="$opt" "$BIN/pgbench" -n -h 127.0.0.1 -p "$(cat "$WORK/port")" \
 			-c 1 -t "$INSERTS" -f "$WORK/insert.sql" postgres >/dev/null 2>&1
+		;;
+	insert4)
+		PGOPTIONS="$opt" "$BIN/pgbench" -n -h 127.0.0.1 -p "$(cat "$WORK/port")" \
+			-c 4 -j 4 -t $((INSERTS / 4)) -f "$WORK/insert.sql" postgres >/dev/null 2>&1
 		;;
 	copy)
 		PGOPTIONS="$opt" psql -c "COPY t FROM '$WORK/load.copy'"
