@@ -36,10 +36,13 @@ CHECKPOINT;
 ));
 my $before = $node->safe_psql('postgres', "SELECT pg_relation_size('t')");
 
-# The next extension pre-extends by a window of 1 GB, all of segment 0.
-$node->safe_psql('postgres', q(
+# The next extension, a COPY's (a single session pre-extends for a bulk
+# load), pre-extends by a window of 1 GB, all of segment 0.
+my $file = $PostgreSQL::Test::Utils::tmp_check . '/sparse.copy';
+$node->safe_psql('postgres', qq(
+COPY (SELECT g, repeat('x', 2000) FROM generate_series(2, 20) g) TO '$file';
 SET polar_bulk_extend_size = '1GB';
-INSERT INTO t SELECT g, repeat('x', 2000) FROM generate_series(2, 20) g;
+COPY t FROM '$file';
 CHECKPOINT;
 ));
 my $after = $node->safe_psql('postgres', "SELECT pg_relation_size('t')");

@@ -79,17 +79,21 @@ extern bool bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst,
 
 /* heap pre-extension */
 extern bool bulk_io_heap_wants_pre_extension(Relation rel);
+extern bool bulk_io_heap_lock_for_extension(Relation rel, Size needed,
+											BlockNumber *target);
 extern BlockNumber bulk_io_heap_pre_extend(Relation rel,
 										   BufferAccessStrategy strategy,
+										   bool bulk_load,
 										   BlockNumber next_block,
 										   uint32 extended_by);
 extern void bulk_io_heap_record_free(Relation rel, BlockNumber from,
 									 BlockNumber to);
 extern bool bulk_io_heap_reclaim_window(Relation rel,
 										BufferAccessStrategy strategy);
-extern BlockNumber bulk_io_heap_truncate_floor(Relation rel,
-											   BlockNumber nonempty_pages,
-											   BlockNumber rel_pages);
+extern bool bulk_io_heap_unused_window(Relation rel,
+									   BlockNumber nonempty_pages,
+									   BlockNumber rel_pages,
+									   TransactionId oldest_xmin);
 
 /* pre-extension of index builds */
 extern BlockNumber bulk_io_index_extend_window(void);

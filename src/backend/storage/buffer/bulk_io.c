@@ -20,13 +20,17 @@
  *
  * - heap pre-extension: a relation of at least
  *   polar_min_bulk_extend_table_size blocks that runs out of free space
- *   grows by polar_bulk_extend_size blocks at once.  The part that the
- *   buffer manager extends with pinned buffers is as in stock PostgreSQL;
- *   the rest of the window is zero-extended in the file without buffers and
- *   entered into the free space map.  Zero pages are initialised by the
- *   first insert that picks them (hio.c does that for every new page found
- *   through the FSM), so a crash leaves only zero pages, which VACUUM
- *   enters into the FSM again;
+ *   grows by polar_bulk_extend_size blocks at once where that pays: for a
+ *   bulk load (COPY, CREATE TABLE AS, REFRESH MATERIALIZED VIEW: a
+ *   BulkInsertState) and when other backends queue on the relation's
+ *   extension lock.  A single session inserting row by row extends as in
+ *   stock PostgreSQL.  The part that the buffer manager extends with pinned
+ *   buffers is as in stock PostgreSQL; the rest of the window is
+ *   zero-extended in the file without buffers and entered into the free
+ *   space map.  Zero pages are initialised by the first insert that picks
+ *   them (hio.c does that for every new page found through the FSM), so a
+ *   crash leaves only zero pages, which VACUUM enters into the FSM again.
+ *   VACUUM gives back the trailing pages of a window nobody is filling;
  *
  * - pre-extension of index builds: a bulk write (bulk_write.c) with a
  *   window keeps the file that many blocks ahead of the highest page
@@ -45,6 +49,8 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/transam.h"
 #include "common/relpath.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -52,6 +58,7 @@
 #include "storage/bulk_io.h"
 #include "storage/bulk_write.h"
 #include "storage/freespace.h"
+#include "storage/lmgr.h"
 #include "storage/read_stream.h"
 #include "storage/shmem.h"
 #include "utils/injection_point.h"
@@ -315,12 +322,63 @@ bulk_io_heap_wants_pre_extension(Relation rel)
 }
 
 /*
- * Extend a heap relation to the end of the pre-extension window.
+ * Take the extension lock of a heap relation that may pre-extend.
+ *
+ * RelationGetBufferForTuple() calls this when it found no page with room;
+ * the caller then extends with the lock held (RelationAddBlocks), so that
+ * the pre-extension follows the pages the buffer manager adds with nobody
+ * extending in between.  Returns false, holding no lock, when the relation
+ * does not pre-extend, or when we had to wait and the backend we waited for
+ * left a page with "needed" bytes free in the FSM: *target is then that
+ * page, and the caller tries it instead of extending again.  Without that
+ * look, every backend queued behind a pre-extension would extend the
+ * relation once more after it, and the ones that saw waiters themselves
+ * would each add a window.  That backend recorded its window in the FSM
+ * before it released the lock (RelationAddBlocks), so the look finds it.
+ */
+bool
+bulk_io_heap_lock_for_extension(Relation rel, Size needed,
+								BlockNumber *target)
+{
+	*target = InvalidBlockNumber;
+	if (!bulk_io_heap_wants_pre_extension(rel))
+		return false;
+
+	if (!ConditionalLockRelationForExtension(rel, ExclusiveLock))
+	{
+		LockRelationForExtension(rel, ExclusiveLock);
+		*target = GetPageWithFreeSpace(rel, needed);
+		if (*target != InvalidBlockNumber)
+		{
+			UnlockRelationForExtension(rel, ExclusiveLock);
+			return false;
+		}
+	}
+
+	/* a test holds the extender here until a second backend queues */
+	INJECTION_POINT("bulk-io-extension-locked");
+	return true;
+}
+
+/*
+ * Extend a heap relation to the end of the pre-extension window, if that
+ * pays.
  *
  * The caller holds the relation extension lock and has just extended the
  * relation by extended_by blocks with buffers, ending before next_block.
- * Returns the new end of the relation; the caller enters [next_block, that
- * end) into the FSM once it has released the lock.
+ * Returns the new end of the relation (next_block when it did not
+ * pre-extend); the caller enters [next_block, that end) into the FSM
+ * before it releases the lock.
+ *
+ * A window pays for a bulk load (bulk_load: the caller has a
+ * BulkInsertState, as COPY has), which fills it soon, and when other
+ * backends are queued on the extension lock, which is the contention that
+ * PolarDB's setting is for: they take their pages from the window instead
+ * of each extending in turn.  A single session inserting row by row into a
+ * large table gains little from it on a local file system (one small
+ * extension per page filled, uncontended) and would leave up to a window of
+ * empty pages at the end of the table for good; it extends as stock
+ * PostgreSQL does, by as many pages as upstream chooses.
  *
  * The first part of the rest of the window is added through the buffer
  * manager too, in batches its pin limit allows, and each buffer is released
@@ -339,7 +397,8 @@ bulk_io_heap_wants_pre_extension(Relation rel)
 
 BlockNumber
 bulk_io_heap_pre_extend(Relation rel, BufferAccessStrategy strategy,
-						BlockNumber next_block, uint32 extended_by)
+						bool bulk_load, BlockNumber next_block,
+						uint32 extended_by)
 {
 	BlockNumber window = (BlockNumber) polar_bulk_extend_size;
 	BlockNumber nblocks;
@@ -347,6 +406,9 @@ bulk_io_heap_pre_extend(Relation rel, BufferAccessStrategy strategy,
 	BlockNumber done = 0;
 
 	if (extended_by >= window)
+		return next_block;
+	/* the lock's count of requests includes ours */
+	if (!bulk_load && RelationExtensionLockWaiterCount(rel) <= 1)
 		return next_block;
 	nblocks = window - extended_by;
 	if ((uint64) next_block + nblocks > (uint64) MaxBlockNumber)
@@ -458,25 +520,83 @@ bulk_io_heap_record_free(Relation rel, BlockNumber from, BlockNumber to)
 }
 
 /*
- * The number of leading pages VACUUM must keep of a heap relation.
+ * Whether VACUUM should give back the empty pages at the end of a heap
+ * relation because they are a pre-extension window nobody is filling.
  *
- * VACUUM truncates the empty pages at the end of a relation; without this,
- * the window a pre-extension has just added would be cut off by the next
- * VACUUM, and added again by the next insert.  A relation that pre-extends
- * at its truncated size keeps up to one window of empty pages at its end.
+ * VACUUM truncates an empty tail only when it is at least 1/16 of the table
+ * or 1,000 pages (should_attempt_truncation), since truncation takes an
+ * AccessExclusiveLock, which a standby replays.  A window of 4 MB on a
+ * table above 64 MB is neither, so without this it would stay for good, and
+ * every VACUUM would read its pages again (zero pages are never marked
+ * all-visible).  This says yes when:
+ *
+ * - the relation ends in a never-used page (PageIsNew): the tail is what an
+ *   extension added, not pages emptied by DELETE, which stock rules
+ *   govern;
+ * - the last page with tuples holds no row inserted by a transaction that
+ *   is still running or ended after VACUUM's cutoff (oldest_xmin): nobody
+ *   is filling the window right now.  A window under a steady stream of
+ *   inserts stays, and is not cut and added again at every VACUUM, and
+ *   VACUUM does not wait 5 s for a lock that a running COPY holds.  (The
+ *   page's all-visible bit would say the same, but VACUUM cannot set it
+ *   right after an asynchronously committed load.)
+ *
+ * lazy_truncate_heap() then takes the AccessExclusiveLock only if nobody
+ * holds a lock on the relation, gives up as soon as someone queues for
+ * one, and counts again under the lock the pages that are still empty, so
+ * a writer that took a page of the window meanwhile keeps it.  With
+ * polar_bulk_extend_size = 0 VACUUM truncates as stock PostgreSQL does.
  */
-BlockNumber
-bulk_io_heap_truncate_floor(Relation rel, BlockNumber nonempty_pages,
-							BlockNumber rel_pages)
+bool
+bulk_io_heap_unused_window(Relation rel, BlockNumber nonempty_pages,
+						   BlockNumber rel_pages, TransactionId oldest_xmin)
 {
-	uint64		keep;
+	Buffer		buf;
+	bool		never_used;
+	bool		quiet = true;
 
 	if (polar_bulk_extend_size <= 0 || RelationUsesLocalBuffers(rel) ||
-		nonempty_pages < (BlockNumber) polar_min_bulk_extend_table_size)
-		return nonempty_pages;
+		rel_pages < (BlockNumber) polar_min_bulk_extend_table_size ||
+		nonempty_pages >= rel_pages)
+		return false;
 
-	keep = (uint64) nonempty_pages + polar_bulk_extend_size;
-	return (BlockNumber) Min(keep, (uint64) rel_pages);
+	buf = ReadBufferExtended(rel, MAIN_FORKNUM, rel_pages - 1, RBM_NORMAL,
+							 NULL);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	never_used = PageIsNew(BufferGetPage(buf));
+	UnlockReleaseBuffer(buf);
+	if (!never_used)
+		return false;
+
+	if (nonempty_pages > 0)
+	{
+		Page		page;
+		OffsetNumber maxoff;
+
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, nonempty_pages - 1,
+								 RBM_NORMAL, NULL);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		maxoff = PageIsNew(page) ? InvalidOffsetNumber :
+			PageGetMaxOffsetNumber(page);
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+		{
+			ItemId		itemid = PageGetItemId(page, off);
+			HeapTupleHeader tuple;
+
+			if (!ItemIdIsNormal(itemid))
+				continue;
+			tuple = (HeapTupleHeader) PageGetItem(page, itemid);
+			if (!TransactionIdPrecedes(HeapTupleHeaderGetXmin(tuple),
+									   oldest_xmin))
+			{
+				quiet = false;
+				break;
+			}
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	return quiet;
 }
 
 /* The pre-extension window of an index build, in blocks (0: none) */

@@ -1,0 +1,271 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# Heap pre-extension leaves no permanent slack (issue 19).  Each table is
+# compared with a twin loaded the same way with polar_bulk_extend_size = 0,
+# which is stock PostgreSQL 17's behaviour:
+#
+# - one 200-row INSERT from one session into a table of about 1,230 pages
+#   grows it as stock does (it once grew it to 1,742 pages, and VACUUM kept
+#   them), and after VACUUM it is no larger than its twin;
+# - a COPY into a large table pre-extends by the window; VACUUM gives back
+#   the part nobody used, so that the table is no larger than its twin;
+# - with a 512 kB window on a table more than 16 times larger, which stock
+#   VACUUM does not truncate (it cuts tails of 1/16 of the table or 1,000
+#   pages), VACUUM at the default gives back the window nobody used, and at
+#   0 keeps it as stock does;
+# - VACUUM does not cut a window that an open transaction is filling, nor
+#   waits for the table's lock to try;
+# - a backend that waited on the extension lock behind a pre-extension
+#   takes its page from that window instead of extending again (the
+#   injection point bulk-io-extension-locked holds the first backend with
+#   the lock until the second one queues behind it);
+# - amcheck is clean after each.
+
+use strict;
+use warnings FATAL => 'all';
+
+use Digest::MD5 qw(md5_hex);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('slack');
+$node->init;
+$node->append_conf('postgresql.conf', q(
+shared_buffers = 32MB
+autovacuum = off
+checkpoint_timeout = 1h
+log_statement = none
+));
+$node->start;
+$node->safe_psql('postgres', q(
+CREATE EXTENSION pgstrata;
+CREATE EXTENSION amcheck;
+CREATE EXTENSION injection_points;
+));
+
+# pages(REL): the number of main-fork pages
+sub pages
+{
+	my ($rel) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT pg_relation_size('$rel') / current_setting('block_size')::int");
+}
+
+# pre_extensions(): heap pre-extensions of all backends so far
+sub pre_extensions
+{
+	return $node->safe_psql('postgres',
+		'SELECT sum(heap_pre_extensions) FROM pgstrata_bulk_io');
+}
+
+# amcheck_clean(TABLE, LABEL): verify_heapam and the B-tree find nothing
+sub amcheck_clean
+{
+	my ($table, $label) = @_;
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM verify_heapam('$table')"),
+		'0', "$label: verify_heapam($table) is clean");
+	is($node->safe_psql('postgres', "SELECT bt_index_check('${table}_id', true)"),
+		'', "$label: bt_index_check(${table}_id, heapallindexed) is clean");
+}
+
+# A table of about 1,230 pages (9.6 MB, above the 8 MB of
+# polar_min_bulk_extend_table_size), loaded without pre-extension.
+my $base_rows = 75000;
+sub make_big
+{
+	my ($name) = @_;
+	$node->safe_psql('postgres', qq(
+SET polar_bulk_extend_size = 0;
+CREATE TABLE $name (id int, v text);
+INSERT INTO $name SELECT g, repeat(md5(g::text), 3) FROM generate_series(1, $base_rows) g;
+CREATE INDEX ${name}_id ON $name (id);
+VACUUM $name;
+));
+}
+
+my $next_id = 1000000;
+
+# insert_sql(TABLE, N): one INSERT of N new rows, without a bulk-insert state
+sub insert_sql
+{
+	my ($table, $n) = @_;
+	my $from = $next_id;
+	$next_id += $n;
+	return "INSERT INTO $table SELECT g, repeat(md5(g::text), 3) FROM generate_series($from, "
+	  . ($from + $n - 1) . ") g";
+}
+
+# copy_file(N): a COPY file of N new rows
+my $file_no = 0;
+sub copy_file
+{
+	my ($n) = @_;
+	my $file = $PostgreSQL::Test::Utils::tmp_check . '/slack_' . $file_no++ . '.copy';
+	open my $fh, '>', $file or die "could not write $file: $!";
+	for my $id ($next_id .. $next_id + $n - 1)
+	{
+		my $md5 = md5_hex($id);
+		print $fh "$id\t$md5$md5$md5\n";
+	}
+	close $fh;
+	$next_id += $n;
+	return $file;
+}
+
+# --- loads that skip the free space map (CREATE TABLE AS, COPY into a
+# table created in the same transaction) extend as before: a version of the
+# change looped for ever there ---
+my $ctas_file = $PostgreSQL::Test::Utils::tmp_check . '/ctas.copy';
+$node->safe_psql('postgres', qq(
+CREATE TABLE ctas AS SELECT g AS id, repeat(md5(g::text), 3) AS v
+	FROM generate_series(1, 150000) g;
+COPY ctas TO '$ctas_file';
+BEGIN;
+CREATE TABLE copied (LIKE ctas);
+COPY copied FROM '$ctas_file';
+COPY copied FROM '$ctas_file';
+COMMIT;
+));
+is($node->safe_psql('postgres', 'SELECT count(*) FROM copied'),
+	'300000', 'CREATE TABLE AS and a load into a new table past 8 MB finish');
+
+# --- the case of the issue: one INSERT from one session ---
+make_big('ins_on');
+make_big('ins_off');
+my $p0 = pages('ins_on');
+is(pages('ins_off'), $p0, "the twins have the same size ($p0 pages)");
+ok($p0 >= 1024, 'and are above polar_min_bulk_extend_table_size');
+
+my $pre0 = pre_extensions();
+my $sql = insert_sql('ins_on', 200);
+(my $sql_off = $sql) =~ s/ins_on/ins_off/;
+$node->safe_psql('postgres', $sql);
+$node->safe_psql('postgres', "SET polar_bulk_extend_size = 0; $sql_off");
+is(pre_extensions() - $pre0, 0,
+	'one INSERT from one session, nobody waiting: no pre-extension');
+is(pages('ins_on'), pages('ins_off'),
+	"the 200-row INSERT grows the $p0-page table as stock does ("
+	  . pages('ins_on') . ' pages, stock ' . pages('ins_off') . ')');
+$node->safe_psql('postgres', 'VACUUM ins_on; VACUUM ins_off');
+is(pages('ins_on'), pages('ins_off'),
+	'after VACUUM the table is as large as stock (' . pages('ins_on') . ' pages)');
+amcheck_clean('ins_on', 'after the INSERT and VACUUM');
+
+# --- COPY pre-extends; VACUUM gives back the part of the window nobody used ---
+make_big('copy_on');
+make_big('copy_off');
+my $file = copy_file(20000);
+$pre0 = pre_extensions();
+$node->safe_psql('postgres', "COPY copy_on FROM '$file'");
+ok(pre_extensions() - $pre0 >= 1, 'COPY into a large table pre-extends');
+$node->safe_psql('postgres',
+	"SET polar_bulk_extend_size = 0; COPY copy_off FROM '$file'");
+my ($on, $off) = (pages('copy_on'), pages('copy_off'));
+ok($on > $off, "before VACUUM the window is there ($on pages, stock $off)");
+$node->safe_psql('postgres', 'VACUUM copy_on; VACUUM copy_off');
+($on, $off) = (pages('copy_on'), pages('copy_off'));
+ok($on <= $off,
+	"after VACUUM the COPY's table is no larger than stock's ($on pages, stock $off)");
+is($node->safe_psql('postgres', 'SELECT count(*), sum(hashtext(v)) FROM copy_on'),
+	$node->safe_psql('postgres', 'SELECT count(*), sum(hashtext(v)) FROM copy_off'),
+	'and holds the same rows');
+amcheck_clean('copy_on', 'after the COPY and VACUUM');
+
+# --- a window that stock VACUUM would keep: a 512 kB window on a table
+# more than 16 times larger, below 1,000 pages ---
+make_big('small_win');
+$file = copy_file(1000);
+$pre0 = pre_extensions();
+# (committed asynchronously, so that VACUUM right after may not be able to
+# set the page all-visible, as after a load with synchronous_commit = off)
+$node->safe_psql('postgres',
+	"SET synchronous_commit = off; SET polar_bulk_extend_size = '512kB'; COPY small_win FROM '$file'");
+is(pre_extensions() - $pre0, 1, 'COPY pre-extends by a 512 kB window');
+my $with_window = pages('small_win');
+$node->safe_psql('postgres',
+	'SET polar_bulk_extend_size = 0; VACUUM small_win');
+is(pages('small_win'), $with_window,
+	"at 0, VACUUM keeps the empty tail as stock does ($with_window pages)");
+$node->safe_psql('postgres', 'VACUUM small_win');
+ok(pages('small_win') <= $with_window - 40,
+	'at the default, VACUUM gives back the window nobody used ('
+	  . pages('small_win') . ' pages)');
+amcheck_clean('small_win', 'after the small window was cut');
+
+# The same with an open transaction filling the window: VACUUM does not try
+# to take the table's lock (which would fail for 5 s) and keeps it.
+$file = copy_file(1000);
+my $writer = $node->background_psql('postgres');
+$writer->query_safe(
+	"BEGIN; SET LOCAL polar_bulk_extend_size = '512kB'; COPY small_win FROM '$file'");
+$with_window = pages('small_win');
+my ($ret, $out, $err) = $node->psql('postgres', 'VACUUM (VERBOSE) small_win');
+unlike($err, qr/stopping truncate/,
+	'VACUUM does not try to truncate a window an open transaction is filling');
+is(pages('small_win'), $with_window, 'and keeps it');
+$writer->query_safe('COMMIT');
+$writer->quit;
+$node->safe_psql('postgres', 'VACUUM small_win');
+ok(pages('small_win') < $with_window,
+	'once the transaction committed, VACUUM gives back the rest');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM small_win'),
+	$base_rows + 2000, 'with every row');
+amcheck_clean('small_win', 'after the filled window was cut');
+
+# --- a window that an open transaction is filling stays ---
+$file = copy_file(5000);
+$writer = $node->background_psql('postgres');
+$pre0 = pre_extensions();
+$writer->query_safe("BEGIN; COPY copy_on FROM '$file'");
+is(pre_extensions() - $pre0, 1, 'an open transaction COPYs into a new window');
+my $filling = pages('copy_on');
+$node->safe_psql('postgres', 'VACUUM copy_on');
+is(pages('copy_on'), $filling,
+	'VACUUM does not cut the window the open transaction is filling');
+$writer->query_safe('COMMIT');
+$writer->quit;
+is($node->safe_psql('postgres', 'SELECT count(*) FROM copy_on'),
+	$base_rows + 20000 + 5000, 'the transaction committed every row');
+$node->safe_psql('postgres', 'VACUUM copy_on');
+ok(pages('copy_on') < $filling,
+	'once it committed, VACUUM gives back the rest of the window ('
+	  . pages('copy_on') . " pages, $filling before)");
+amcheck_clean('copy_on', 'after the window was filled and cut');
+
+# --- a backend waiting on the extension lock uses the window ---
+make_big('conc');
+$p0 = pages('conc');
+$pre0 = pre_extensions();
+my $first = $node->background_psql('postgres');
+$first->query_safe(
+	"SELECT injection_points_set_local(); SELECT injection_points_attach('bulk-io-extension-locked', 'wait')"
+);
+$first->query_until(qr/started/,
+	"\\echo started\n" . insert_sql('conc', 200) . ";\n\\echo first done\n");
+$node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'bulk-io-extension-locked'")
+  or die 'the first inserter did not stop with the extension lock';
+my $second = $node->background_psql('postgres');
+$second->query_until(qr/started/,
+	"\\echo started\n" . insert_sql('conc', 200) . ";\n\\echo second done\n");
+$node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'extend'"
+) or die 'the second inserter did not queue on the extension lock';
+$node->safe_psql('postgres',
+	"SELECT injection_points_wakeup('bulk-io-extension-locked')");
+$first->query_until(qr/first done/, '');
+$second->query_until(qr/second done/, '');
+$first->quit;
+$second->quit;
+is(pre_extensions() - $pre0, 1,
+	'a backend queued on the extension lock: one pre-extension');
+is(pages('conc') - $p0, 512,
+	'the waiter took its page from the window: the table grew by the window only');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM conc'),
+	$base_rows + 400, 'both inserts are there');
+amcheck_clean('conc', 'after the concurrent extension');
+
+done_testing();
