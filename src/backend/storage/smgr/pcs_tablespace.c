@@ -223,19 +223,16 @@ pcs_tablespace_settings(Oid spcOid, PcsAlgorithm *algorithm, int *level)
 	return true;
 }
 
-/* Write the marker file of a new compressed tablespace (also in redo) */
-void
-pcs_write_tablespace_marker(const char *versiondir, PcsAlgorithm algorithm,
-							int level)
+/*
+ * Write a small file with text, and make it and its directory entry
+ * durable before returning: the marker of a compressed tablespace and the
+ * note that compressed storage may exist decide what later writes do.
+ */
+static void
+pcs_write_durable_file(const char *path, const char *dir, const char *text)
 {
-	char		path[MAXPGPATH];
-	char		buf[64];
+	int			len = strlen(text);
 	int			fd;
-	int			len;
-
-	snprintf(path, sizeof(path), "%s/%s", versiondir, PCS_MARKER_FILE);
-	len = snprintf(buf, sizeof(buf), "algorithm=%s level=%d\n",
-				   pcs_algorithm_name(algorithm), level);
 
 	fd = OpenTransientFile(path, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
 	if (fd < 0)
@@ -243,7 +240,7 @@ pcs_write_tablespace_marker(const char *versiondir, PcsAlgorithm algorithm,
 				(errcode_for_file_access(),
 				 errmsg("could not create file \"%s\": %m", path)));
 	errno = 0;
-	if (write(fd, buf, len) != len)
+	if (write(fd, text, len) != len)
 	{
 		if (errno == 0)
 			errno = ENOSPC;
@@ -251,13 +248,27 @@ pcs_write_tablespace_marker(const char *versiondir, PcsAlgorithm algorithm,
 				(errcode_for_file_access(),
 				 errmsg("could not write file \"%s\": %m", path)));
 	}
-	/* Relations created next decide their format from this file. */
 	if (pg_fsync(fd) != 0)
 		ereport(data_sync_elevel(ERROR),
 				(errcode_for_file_access(),
 				 errmsg("could not fsync file \"%s\": %m", path)));
 	CloseTransientFile(fd);
-	fsync_fname(versiondir, true);
+	fsync_fname(dir, true);
+}
+
+/* Write the marker file of a new compressed tablespace (also in redo) */
+void
+pcs_write_tablespace_marker(const char *versiondir, PcsAlgorithm algorithm,
+							int level)
+{
+	char		path[MAXPGPATH];
+	char		buf[64];
+
+	snprintf(path, sizeof(path), "%s/%s", versiondir, PCS_MARKER_FILE);
+	snprintf(buf, sizeof(buf), "algorithm=%s level=%d\n",
+			 pcs_algorithm_name(algorithm), level);
+	/* Relations created next decide their format from this file. */
+	pcs_write_durable_file(path, versiondir, buf);
 }
 
 /*
@@ -471,32 +482,11 @@ pcs_note_compressed_storage(void)
 {
 	static const char text[] =
 		"This cluster may hold compressed relation forks (pgstrata).\n";
-	int			fd;
 
 	if (pcs_hint_bits_needed())
 		return;
 
-	fd = OpenTransientFile(PCS_IN_USE_FILE,
-						   O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
-	if (fd < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create file \"%s\": %m", PCS_IN_USE_FILE)));
-	errno = 0;
-	if (write(fd, text, sizeof(text) - 1) != sizeof(text) - 1)
-	{
-		if (errno == 0)
-			errno = ENOSPC;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write file \"%s\": %m", PCS_IN_USE_FILE)));
-	}
-	if (pg_fsync(fd) != 0)
-		ereport(data_sync_elevel(ERROR),
-				(errcode_for_file_access(),
-				 errmsg("could not fsync file \"%s\": %m", PCS_IN_USE_FILE)));
-	CloseTransientFile(fd);
-	fsync_fname(".", true);
+	pcs_write_durable_file(PCS_IN_USE_FILE, ".", text);
 
 	if (PcsCluster != NULL)
 	{
