@@ -143,34 +143,82 @@ is( $pub->safe_psql('postgres',
 	'0',
 	'and verify_heapam still finds nothing wrong');
 
-# A zstd frame damaged on disk: set the reserved bit of its frame header
-# descriptor, which any zstd decoder must refuse.
-$pub->safe_psql('postgres', q{
-	CREATE TABLE damaged (t text COMPRESSION zstd);
-	INSERT INTO damaged SELECT string_agg(md5(k::text), ' ') FROM generate_series(1, 20000) AS k;
-	CHECKPOINT;});
-my $toastfile = $pub->data_dir . '/'
-  . $pub->safe_psql('postgres',
-	q{SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE relname = 'damaged'});
+# Damaged values on disk.  Each table holds one external value of the
+# same 659999 bytes; damage(TABLE, CODE) lets CODE change the bytes of the
+# table's TOAST file around the first zstd frame, whose magic number is at
+# offset $_[1] of the string $_[0].
+my @damaged = qw(damaged wide_window bad_method);
+$pub->safe_psql('postgres', join('', map { qq{
+	CREATE TABLE $_ (t text COMPRESSION zstd);
+	INSERT INTO $_ SELECT string_agg(md5(k::text), ' ') FROM generate_series(1, 20000) AS k;} } @damaged)
+	. 'CHECKPOINT;');
+my %toastfile = map {
+	$_ => $pub->data_dir . '/'
+	  . $pub->safe_psql('postgres',
+		"SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE relname = '$_'")
+} @damaged;
 $pub->stop;
-open my $fh, '+<:raw', $toastfile or die "open $toastfile: $!";
-my $data = do { local $/; <$fh> };
-my $at = index($data, "\x28\xb5\x2f\xfd");
-ok($at >= 0, 'the TOAST file holds a zstd frame');
-seek $fh, $at + 4, 0;
-print $fh chr(ord(substr($data, $at + 4, 1)) | 0x08);
-close $fh;
+sub damage
+{
+	my ($table, $code) = @_;
+	open my $fh, '+<:raw', $toastfile{$table} or die "open $toastfile{$table}: $!";
+	my $data = do { local $/; <$fh> };
+	my $at = index($data, "\x28\xb5\x2f\xfd");
+	die "no zstd frame in $toastfile{$table}" if $at < 5;
+	$code->($data, $at);
+	seek $fh, 0, 0;
+	print $fh $data;
+	close $fh;
+}
+
+# The bytes as written: va_tcinfo (little-endian here) with bit pattern 3
+# and the raw size, the method byte 2 (zstd), then the frame, whose header
+# has no content size and no single-segment flag, so a window descriptor.
+damage('damaged', sub {
+	my $tcinfo = unpack('V', substr($_[0], $_[1] - 5, 4));
+	is($tcinfo >> 30, 3, 'va_tcinfo of a new value has bit pattern 3');
+	is($tcinfo & 0x3fffffff, 659999, 'and the raw size');
+	is(ord(substr($_[0], $_[1] - 1, 1)), 2, 'the method byte is 2, zstd');
+	is(ord(substr($_[0], $_[1] + 4, 1)) & 0xe0, 0,
+		'the frame header has a window descriptor');
+	# set the reserved bit of the frame header descriptor, which any zstd
+	# decoder must refuse
+	substr($_[0], $_[1] + 4, 1) = chr(ord(substr($_[0], $_[1] + 4, 1)) | 0x08);
+});
+# A window of 2^26 bytes, a hundred times what a value of 659999 bytes can
+# need, and within libzstd's default limit of 2^27.
+damage('wide_window', sub { substr($_[0], $_[1] + 5, 1) = chr(16 << 3) });
+# A method byte no build knows.
+damage('bad_method', sub { substr($_[0], $_[1] - 1, 1) = chr(7) });
 $pub->start;
-my ($stdout, $stderr);
-$pub->psql('postgres', 'SELECT length(t) FROM damaged',
-	stdout => \$stdout, stderr => \$stderr, on_error_stop => 0,
-	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-like($stderr, qr/ERROR:  XX001: compressed zstd data is corrupt/,
+
+# query_error(SQL): the server's message for SQL, with its SQLSTATE.
+sub query_error
+{
+	my ($stdout, $stderr);
+	$pub->psql('postgres', $_[0],
+		stdout => \$stdout, stderr => \$stderr, on_error_stop => 0,
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	return $stderr;
+}
+like(query_error('SELECT length(t) FROM damaged'),
+	qr/ERROR:  XX001: compressed zstd data is corrupt/,
 	'a damaged frame is ERRCODE_DATA_CORRUPTED');
-$pub->psql('postgres', 'SELECT substr(t, 1, 10) FROM damaged',
-	stdout => \$stdout, stderr => \$stderr, on_error_stop => 0);
-like($stderr, qr/compressed zstd data is corrupt/,
+like(query_error('SELECT substr(t, 1, 10) FROM damaged'),
+	qr/compressed zstd data is corrupt/,
 	'also when only a slice is read');
+# The slice's streaming decoder would allocate the window the frame asks
+# for; it is refused before any allocation, on the frame header.
+like(query_error('SELECT substr(t, 1, 10) FROM wide_window'),
+	qr/ERROR:  XX001: compressed zstd data is corrupt\nDETAIL:  Frame requires too much memory for decoding/,
+	'a frame asking for a window larger than the value is refused');
+# Reading the whole value decodes straight into the result, with no window
+# buffer, and the descriptor does not matter there.
+is($pub->safe_psql('postgres', 'SELECT length(t) FROM wide_window'),
+	'659999', 'the whole value needs no window and reads back');
+like(query_error('SELECT length(t) FROM bad_method'),
+	qr/ERROR:  XX001: invalid compression method id 7 in extended compression header/,
+	'an unknown method byte is ERRCODE_DATA_CORRUPTED');
 is($pub->safe_psql('postgres', 'SELECT count(*) FROM docs'), '49',
 	'and the server is still up');
 
