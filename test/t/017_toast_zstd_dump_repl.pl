@@ -222,5 +222,36 @@ like(query_error('SELECT length(t) FROM bad_method'),
 is($pub->safe_psql('postgres', 'SELECT count(*) FROM docs'), '49',
 	'and the server is still up');
 
+# This build's pg_upgrade refuses a new cluster whose server is not
+# pgstrata's, as stock 17's would be: a stand-in that answers -V as stock
+# 17 does, among this build's other programs.
+my $bindir = $pub->config_data('--bindir');
+my $stockbin = "$tmp/stockbin";
+mkdir $stockbin or die "mkdir $stockbin: $!";
+for my $prog (glob "$bindir/*")
+{
+	my $name = (split m{/}, $prog)[-1];
+	next if $name eq 'postgres';
+	symlink $prog, "$stockbin/$name" or die "symlink $prog: $!";
+}
+my $stockversion = `"$bindir/postgres" -V`;
+$stockversion =~ s/ \(pgstrata [^)]*\)//;
+chomp $stockversion;
+open my $sh, '>', "$stockbin/postgres" or die "open: $!";
+print $sh "#!/bin/sh\necho '$stockversion'\n";
+close $sh;
+chmod 0755, "$stockbin/postgres";
+my $newnode = PostgreSQL::Test::Cluster->new('new');
+$newnode->init;
+my ($upgrade_out, $upgrade_err);
+IPC::Run::run(
+	[ "$bindir/pg_upgrade", '--check', '-b', $bindir, '-B', $stockbin,
+	  '-d', $pub->data_dir, '-D', $newnode->data_dir ],
+	'>', \$upgrade_out, '2>', \$upgrade_err,
+	init => sub { chdir $tmp or die "chdir $tmp: $!" });
+like($upgrade_out,
+	qr/incorrect version: found "\Q$stockversion\E".*\nThe new cluster's server must be pgstrata's: other servers cannot read zstd TOAST values.*\n.*pg_dump --no-toast-compression/,
+	'pg_upgrade refuses a stock server for the new cluster, and says why');
+
 $pub->stop;
 done_testing();
