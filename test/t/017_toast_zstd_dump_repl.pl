@@ -43,7 +43,18 @@ INSERT INTO docs
 	FROM generate_series($from, $to) AS i;
 };
 }
-$pub->safe_psql('postgres', $schema . fill(1, 30));
+# Rows 1 to 15 in the encoding of earlier builds, 16 to 30 in the current
+# one: what comes out of the dump, the replication and the restore is the
+# same data, stored in the current encoding.
+$pub->safe_psql('postgres', $schema
+	  . 'SET toast_zstd_debug_legacy_encoding = on;'
+	  . fill(1, 15)
+	  . 'RESET toast_zstd_debug_legacy_encoding;'
+	  . fill(16, 30));
+my $legacy = q{CREATE EXTENSION IF NOT EXISTS pgstrata;
+	SELECT pgstrata_toast_legacy_values('docs')};
+ok($pub->safe_psql('postgres', $legacy) > 0,
+	'the publisher holds values of the earlier encoding');
 
 my $digest = q{SELECT md5(string_agg(id || ':' || md5(body) || ':' || md5(bin), ',' ORDER BY id)) FROM docs};
 my $methods = q{SELECT string_agg(DISTINCT coalesce(pg_column_compression(body), '-'), ',') FROM docs};
@@ -92,6 +103,8 @@ for my $case ([ 'restored', 'docs.dump', 'id=-,body=z,bin=z', '-,zstd' ],
 	is($pub->safe_psql($db, $methods), $meth,
 		"$file: the values are compressed with $meth");
 	is($pub->safe_psql($db, $digest), $want, "$file: same data");
+	is($pub->safe_psql($db, $legacy), '0',
+		"$file: no value of the earlier encoding");
 }
 
 # Logical replication to a subscriber whose table also uses zstd.
@@ -106,6 +119,8 @@ $sub->safe_psql('postgres',
 $sub->wait_for_subscription_sync($pub, 'docs_sub');
 is($sub->safe_psql('postgres', $digest), $want,
 	'the initial copy reaches the subscriber unchanged');
+is($sub->safe_psql('postgres', $legacy), '0',
+	'stored in the current encoding');
 
 # Changes after the copy go through the decoding of zstd TOAST values.
 $pub->safe_psql('postgres', fill(31, 40)
