@@ -234,6 +234,56 @@ is($pub->safe_psql('postgres', 'SELECT length(t) FROM wide_window'),
 like(query_error('SELECT length(t) FROM bad_method'),
 	qr/ERROR:  XX001: invalid compression method id 7 in extended compression header/,
 	'an unknown method byte is ERRCODE_DATA_CORRUPTED');
+
+# Every header byte of a value, mutated: a bit flipped in each byte from
+# va_tcinfo to the first block header of the frame, one table each.  Each
+# read, whole or a slice, gives the right value or an ERROR with
+# ERRCODE_DATA_CORRUPTED, and no backend dies.
+my @mutations;
+for my $off (-5 .. 9)
+{
+	push @mutations, [ $off, $_ ] for (0x01, 0x80);
+}
+my $value = q{(SELECT string_agg(md5(k::text), ' ') FROM generate_series(1, 20000) AS k)};
+$pub->safe_psql('postgres', join('', map { qq{
+	CREATE TABLE mut_$_ (t text COMPRESSION zstd);
+	INSERT INTO mut_$_ SELECT $value;} } 0 .. $#mutations) . 'CHECKPOINT;');
+my $want_md5 = $pub->safe_psql('postgres', "SELECT md5($value)");
+for my $i (0 .. $#mutations)
+{
+	$toastfile{"mut_$i"} = $pub->data_dir . '/'
+	  . $pub->safe_psql('postgres',
+		"SELECT pg_relation_filepath(reltoastrelid) FROM pg_class WHERE relname = 'mut_$i'");
+}
+$pub->stop;
+for my $i (0 .. $#mutations)
+{
+	my ($off, $mask) = @{ $mutations[$i] };
+	damage("mut_$i", sub {
+		my $at = $_[1] + $off;
+		substr($_[0], $at, 1) = chr(ord(substr($_[0], $at, 1)) ^ $mask);
+	});
+}
+$pub->start;
+my @bad;
+for my $i (0 .. $#mutations)
+{
+	for my $query ("SELECT md5(t) = '$want_md5' FROM mut_$i",
+		"SELECT substr(t, 1, 100) = substr($value, 1, 100) FROM mut_$i")
+	{
+		my ($stdout, $stderr);
+		$pub->psql('postgres', $query,
+			stdout => \$stdout, stderr => \$stderr, on_error_stop => 0,
+			extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+		next if $stdout eq 't' || $stderr =~ /ERROR:  XX001: /;
+		push @bad, "offset $mutations[$i][0] mask $mutations[$i][1]: "
+		  . ($stdout // '') . ($stderr // '');
+	}
+}
+is(join("\n", @bad), '',
+	'each mutated header byte reads back right or is ERRCODE_DATA_CORRUPTED');
+unlike(slurp_file($pub->logfile), qr/terminated by signal/,
+	'no backend died');
 is($pub->safe_psql('postgres', 'SELECT count(*) FROM docs'), '49',
 	'and the server is still up');
 
