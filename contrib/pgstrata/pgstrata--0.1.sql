@@ -70,3 +70,11 @@ GRANT EXECUTE ON FUNCTION pgstrata_bulk_io() TO pg_read_all_stats;
 REVOKE ALL ON pgstrata_bulk_io FROM PUBLIC;
 GRANT SELECT ON pgstrata_bulk_io TO pg_read_all_stats;
 REVOKE ALL ON FUNCTION pgstrata_bulk_io_reset() FROM PUBLIC;
+
+-- How many zstd TOAST values of a table are still in the encoding of earlier
+-- pgstrata builds; anything that rewrites them (VACUUM FULL, CLUSTER, an
+-- UPDATE that changes them) writes the current one.
+CREATE FUNCTION pgstrata_toast_legacy_values(rel regclass)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'pgstrata_toast_legacy_values'
+LANGUAGE C STRICT PARALLEL SAFE;

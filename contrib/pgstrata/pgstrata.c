@@ -8,6 +8,8 @@
  * go (images, slack, garbage), from the fork's own segment headers and maps.
  * pgstrata_bulk_io() reads the counters of the polar_bulk_* settings that
  * core keeps in shared memory (src/backend/storage/buffer/bulk_io.c).
+ * pgstrata_toast_legacy_values(regclass) counts a table's zstd TOAST values
+ * still in the encoding of earlier pgstrata builds.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -19,19 +21,27 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/toast_compression.h"
+#include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
+#include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bulk_io.h"
 #include "storage/pcs.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 PG_MODULE_MAGIC;
 
 PG_FUNCTION_INFO_V1(pgstrata_relation_compression);
 PG_FUNCTION_INFO_V1(pgstrata_bulk_io);
 PG_FUNCTION_INFO_V1(pgstrata_bulk_io_reset);
+PG_FUNCTION_INFO_V1(pgstrata_toast_legacy_values);
 
 /* Rows of pgstrata_relation_compression(): one per compressed fork */
 Datum
@@ -113,4 +123,61 @@ pgstrata_bulk_io_reset(PG_FUNCTION_ARGS)
 {
 	bulk_io_reset_counters();
 	PG_RETURN_VOID();
+}
+
+/*
+ * pgstrata_toast_legacy_values(regclass): how many of the values of a
+ * table's rows visible to the query's snapshot are zstd values in the
+ * legacy encoding (bit pattern 2), in line or in the TOAST table.
+ *
+ * Values are looked at as stored, without fetching or decompressing them:
+ * the encoding is in the in-line header or in the TOAST pointer.
+ */
+Datum
+pgstrata_toast_legacy_values(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	rel;
+	TupleDesc	tupdesc;
+	TupleTableSlot *slot;
+	TableScanDesc scan;
+	int64		count = 0;
+	AclResult	aclresult;
+
+	rel = table_open(relid, AccessShareLock);
+	if (rel->rd_rel->relkind != RELKIND_RELATION &&
+		rel->rd_rel->relkind != RELKIND_MATVIEW &&
+		rel->rd_rel->relkind != RELKIND_TOASTVALUE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table or materialized view",
+						RelationGetRelationName(rel)),
+				 rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ?
+				 errhint("Call the function on each partition.") : 0));
+	aclresult = pg_class_aclcheck(relid, GetUserId(), ACL_SELECT);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+
+	tupdesc = RelationGetDescr(rel);
+	slot = table_slot_create(rel, NULL);
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		CHECK_FOR_INTERRUPTS();
+		slot_getallattrs(slot);
+		for (int i = 0; i < tupdesc->natts; i++)
+		{
+			if (slot->tts_isnull[i] || TupleDescAttr(tupdesc, i)->attlen != -1)
+				continue;
+			if (toast_zstd_is_legacy((struct varlena *)
+									 DatumGetPointer(slot->tts_values[i])))
+				count++;
+		}
+	}
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, AccessShareLock);
+
+	PG_RETURN_INT64(count);
 }

@@ -221,6 +221,72 @@ SET enable_seqscan = off;
 SELECT count(*) FROM zt_index WHERE t = zt_words(600, 11);
 RESET enable_seqscan;
 
+-- The encoding.  New values carry the extended header (bit pattern 3 in
+-- va_tcinfo, then a method byte); earlier builds wrote bit pattern 2 and no
+-- method byte.  toast_zstd_debug_legacy_encoding writes the old encoding, so
+-- that one table holds both, in line and external; both read back whole and
+-- in slices, and pgstrata_toast_legacy_values() counts the old ones.
+CREATE EXTENSION IF NOT EXISTS pgstrata;
+CREATE TABLE zt_enc (id int PRIMARY KEY, enc text, len int, seed int,
+					 body text COMPRESSION zstd);
+SET toast_zstd_debug_legacy_encoding = on;
+INSERT INTO zt_enc VALUES (1, 'legacy', 1000, 1, zt_words(1000, 1)),
+	(2, 'legacy', 100000, 2, zt_words(100000, 2));
+RESET toast_zstd_debug_legacy_encoding;
+INSERT INTO zt_enc VALUES (3, 'extended', 1000, 1, zt_words(1000, 1)),
+	(4, 'extended', 100000, 2, zt_words(100000, 2));
+SELECT id, enc, pg_column_compression(body),
+	   pg_column_toast_chunk_id(body) IS NOT NULL AS external,
+	   body = zt_words(len, seed) AS same,
+	   substr(body, 500, 20) = substr(zt_words(len, seed), 500, 20) AS slice,
+	   left(body, 3000) = left(zt_words(len, seed), 3000) AS left_3000
+FROM zt_enc ORDER BY id;
+-- the same value takes one byte more, the method byte
+SELECT l.len, pg_column_size(e.body) - pg_column_size(l.body) AS extra_bytes
+FROM zt_enc l JOIN zt_enc e ON e.seed = l.seed AND e.enc = 'extended'
+WHERE l.enc = 'legacy' ORDER BY l.len;
+SELECT pgstrata_toast_legacy_values('zt_enc');
+-- a value copied as it is keeps its encoding
+CREATE TABLE zt_enc_copy AS SELECT * FROM zt_enc WHERE id = 1;
+SELECT pgstrata_toast_legacy_values('zt_enc_copy');
+-- the function wants a table, and the right to read it
+SELECT pgstrata_toast_legacy_values('zt_enc_pkey');
+CREATE ROLE zt_nobody;
+SET ROLE zt_nobody;
+SELECT pgstrata_toast_legacy_values('zt_enc');
+RESET ROLE;
+DROP ROLE zt_nobody;
+
+-- Whatever compresses a value anew writes the extended header: an UPDATE
+-- that changes it, VACUUM FULL, CLUSTER, and ALTER TABLE with a rewrite,
+-- in line and external, in rows short and long; the values stay the same.
+SELECT md5(string_agg(body, ',' ORDER BY id)) AS enc_digest FROM zt_enc \gset
+UPDATE zt_enc SET body = body WHERE id = 2;		-- unchanged: kept as it is
+SELECT pgstrata_toast_legacy_values('zt_enc');
+UPDATE zt_enc SET body = body || '' WHERE id = 2;
+SELECT pgstrata_toast_legacy_values('zt_enc');
+VACUUM FULL zt_enc;
+SELECT pgstrata_toast_legacy_values('zt_enc');
+SELECT md5(string_agg(body, ',' ORDER BY id)) = :'enc_digest' AS same FROM zt_enc;
+-- make all four legacy again, then CLUSTER
+SET toast_zstd_debug_legacy_encoding = on;
+UPDATE zt_enc SET body = body || '';
+RESET toast_zstd_debug_legacy_encoding;
+SELECT pgstrata_toast_legacy_values('zt_enc');
+CLUSTER zt_enc USING zt_enc_pkey;
+SELECT pgstrata_toast_legacy_values('zt_enc');
+SELECT md5(string_agg(body, ',' ORDER BY id)) = :'enc_digest' AS same FROM zt_enc;
+-- and ALTER TABLE ... SET COMPRESSION with a rewrite
+SET toast_zstd_debug_legacy_encoding = on;
+UPDATE zt_enc SET body = body || '';
+RESET toast_zstd_debug_legacy_encoding;
+SELECT pgstrata_toast_legacy_values('zt_enc');
+ALTER TABLE zt_enc ALTER COLUMN body SET COMPRESSION zstd,
+	ALTER COLUMN seed TYPE bigint;
+SELECT pgstrata_toast_legacy_values('zt_enc');
+SELECT id, pg_column_compression(body), body = zt_words(len, seed::int) AS same
+FROM zt_enc ORDER BY id;
+
 DROP TABLE zt_cols, zt_rt, zt_json, zt_mix, zt_copy, zt_ctas, zt_alter,
-	zt_level, zt_incompressible, zt_index;
+	zt_level, zt_incompressible, zt_index, zt_enc, zt_enc_copy;
 DROP FUNCTION zt_text, zt_words, zt_random;

@@ -3,10 +3,15 @@
  * toast_zstd.h
  *	  zstd as a TOAST compression method (pgstrata).
  *
- * The method is stored as TOAST_ZSTD_COMPRESSION_ID (2) in the two method
- * bits of va_tcinfo and va_extinfo, and as TOAST_ZSTD_COMPRESSION ('z') in
- * pg_attribute.attcompression; see toast_compression.h and the on-disk
- * encoding section of pgstrata's patches/README.md.
+ * New values are written with the extended header: TOAST_EXTENDED_COMPRESSION_ID
+ * (bit pattern 3) in the top two bits of va_tcinfo (in-line values) or
+ * va_extinfo (external values), then one method byte,
+ * TOAST_EXTENDED_METHOD_ZSTD, right after va_tcinfo.  Values written by
+ * earlier pgstrata builds carry TOAST_ZSTD_LEGACY_COMPRESSION_ID (bit
+ * pattern 2) and no method byte; they stay readable, and anything that
+ * compresses a value anew writes the extended header.  pg_attribute stores
+ * the method as TOAST_ZSTD_COMPRESSION ('z').  The bytes are described in
+ * the on-disk encoding section of pgstrata's patches/README.md.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -25,10 +30,29 @@
 /* GUC: the zstd level new TOAST values are compressed with */
 extern PGDLLIMPORT int toast_zstd_level;
 
+/*
+ * The method byte of the extended header that names zstd (the numbering of
+ * the pgsql-hackers series pgstrata follows), and the size of the header of
+ * an in-line value with that byte.
+ */
+#define TOAST_EXTENDED_METHOD_ZSTD	2
+#define TOAST_EXTENDED_HDRSZ		(VARHDRSZ_COMPRESSED + 1)
+
+/* GUC: write the legacy encoding (bit pattern 2), for tests only */
+extern PGDLLIMPORT bool toast_zstd_debug_legacy_encoding;
+
+struct TupleDescData;
+
 extern void zstd_check_support(void);
-extern struct varlena *zstd_compress_datum(const struct varlena *value);
+extern struct varlena *zstd_compress_datum(const struct varlena *value,
+										   ToastCompressionId *cmid);
 extern struct varlena *zstd_decompress_datum(const struct varlena *value);
 extern struct varlena *zstd_decompress_datum_slice(const struct varlena *value,
 												   int32 slicelength);
+extern bool toast_zstd_is_legacy(const struct varlena *attr);
+extern bool *toast_zstd_expand_legacy(struct TupleDescData *tupdesc,
+									  Datum *values, bool *isnull);
+extern void toast_zstd_free_expanded(int natts, Datum *values,
+									 bool *expanded);
 
 #endif							/* TOAST_ZSTD_H */

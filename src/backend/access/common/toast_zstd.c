@@ -3,14 +3,25 @@
  * toast_zstd.c
  *	  zstd as a TOAST compression method (pgstrata).
  *
- * A zstd-compressed varlena is laid out exactly like a pglz or lz4 one: the
- * usual 4-byte varlena header, va_tcinfo holding the raw size in its low 30
- * bits and TOAST_ZSTD_COMPRESSION_ID (2) in its top 2 bits, then one zstd
- * frame.  The frame carries no checksum (pages have their own) and no
- * content size (va_tcinfo has it); leaving the content size out also keeps
- * the frame from being "single segment", which bounds the window buffer the
- * streaming decoder allocates for a slice to the compression level's window
- * instead of the whole value.
+ * A zstd-compressed varlena is laid out like a pglz or lz4 one with one
+ * more byte: the usual 4-byte varlena header, va_tcinfo holding the raw size
+ * in its low 30 bits and TOAST_EXTENDED_COMPRESSION_ID (3) in its top 2
+ * bits, the method byte TOAST_EXTENDED_METHOD_ZSTD (2), then one zstd frame.
+ * Stored externally, the same bytes from va_tcinfo on are cut into chunks,
+ * and the TOAST pointer's va_extinfo carries pattern 3 as well.  Values
+ * written by earlier pgstrata builds have pattern 2
+ * (TOAST_ZSTD_LEGACY_COMPRESSION_ID) and no method byte; every reader here
+ * accepts both, and toast_zstd_expand_legacy() lets a table rewrite
+ * compress them anew.
+ *
+ * The frame carries no checksum (pages have their own) and no content size
+ * (va_tcinfo has it); leaving the content size out also keeps the frame
+ * from being "single segment", which bounds the window buffer the
+ * streaming decoder allocates for a slice to the compression level's
+ * window instead of the whole value.  The decoder refuses frames whose
+ * window exceeds the value's raw size: the compressor never uses a larger
+ * one, so only a damaged frame asks for it, and it must not make the
+ * backend allocate up to libzstd's own limit.
  *
  * Compression and decompression contexts are created once per backend and
  * reused, since creating them costs more than compressing a small value.
@@ -34,13 +45,16 @@
 #include <zstd_errors.h>
 #endif
 
+#include "access/detoast.h"
 #include "access/toast_compression.h"
 #include "access/toast_zstd.h"
+#include "access/tupdesc.h"
 #include "utils/memutils.h"
 #include "varatt.h"
 
-/* GUC */
+/* GUCs */
 int			toast_zstd_level = TOAST_ZSTD_LEVEL_DEFAULT;
+bool		toast_zstd_debug_legacy_encoding = false;
 
 #define NO_ZSTD_SUPPORT() \
 	ereport(ERROR, \
@@ -51,6 +65,9 @@ int			toast_zstd_level = TOAST_ZSTD_LEVEL_DEFAULT;
 #ifdef USE_ZSTD
 /* contexts larger than this are not kept between calls */
 #define ZSTD_KEEP_CONTEXT_SIZE	(8 * 1024 * 1024)
+
+/* smallest window log a zstd frame can have (ZSTD_WINDOWLOG_ABSOLUTEMIN) */
+#define ZSTD_MIN_WINDOW_LOG		10
 
 static ZSTD_CCtx *zstd_cctx = NULL;
 static ZSTD_DCtx *zstd_dctx = NULL;
@@ -81,10 +98,16 @@ zstd_get_cctx(void)
 	return zstd_cctx;
 }
 
-/* Return this backend's decompression context, reset for a new frame. */
+/*
+ * Return this backend's decompression context, reset for a new frame of a
+ * value of rawsize bytes.
+ */
 static ZSTD_DCtx *
-zstd_get_dctx(void)
+zstd_get_dctx(int32 rawsize)
 {
+	int			window_log = ZSTD_MIN_WINDOW_LOG;
+	size_t		ret;
+
 	if (zstd_dctx == NULL)
 	{
 		zstd_dctx = ZSTD_createDCtx();
@@ -97,6 +120,21 @@ zstd_get_dctx(void)
 
 	/* a previous call may have been interrupted by an ERROR mid-frame */
 	ZSTD_DCtx_reset(zstd_dctx, ZSTD_reset_session_only);
+
+	/*
+	 * The compressor shrinks the window to the input size, so no genuine
+	 * frame asks for more than the smallest power of two holding rawsize;
+	 * VARLENA_EXTSIZE_MASK keeps that at 2^30 at most.
+	 */
+	Assert(rawsize >= 0 && rawsize <= VARLENA_EXTSIZE_MASK);
+	while (((int64) 1 << window_log) < rawsize)
+		window_log++;
+	ret = ZSTD_DCtx_setParameter(zstd_dctx, ZSTD_d_windowLogMax, window_log);
+	if (ZSTD_isError(ret))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not set zstd decompression parameter: %s",
+						ZSTD_getErrorName(ret))));
 	return zstd_dctx;
 }
 
@@ -114,6 +152,38 @@ zstd_trim_contexts(void)
 		ZSTD_freeDCtx(zstd_dctx);
 		zstd_dctx = NULL;
 	}
+}
+
+/*
+ * Find the zstd frame of a compressed value of either encoding: after
+ * va_tcinfo in the legacy one, after the method byte in the extended one.
+ */
+static void
+zstd_get_frame(const struct varlena *value, const char **frame,
+			   size_t *framelen)
+{
+	ToastCompressionId cmid = VARDATA_COMPRESSED_GET_COMPRESS_METHOD(value);
+	Size		hdrsz = VARHDRSZ_COMPRESSED;
+
+	if (cmid == TOAST_EXTENDED_COMPRESSION_ID)
+	{
+		uint8		method;
+
+		if (VARSIZE(value) < TOAST_EXTENDED_HDRSZ)
+			zstd_report_corrupt("The extended compression header is truncated.");
+		method = *((const uint8 *) value + VARHDRSZ_COMPRESSED);
+		if (method != TOAST_EXTENDED_METHOD_ZSTD)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("invalid compression method id %d in extended compression header",
+							method)));
+		hdrsz = TOAST_EXTENDED_HDRSZ;
+	}
+	else
+		Assert(cmid == TOAST_ZSTD_LEGACY_COMPRESSION_ID);
+
+	*frame = (const char *) value + hdrsz;
+	*framelen = VARSIZE(value) - hdrsz;
 }
 
 /* Set a compression parameter, failing loudly if libzstd refuses it. */
@@ -142,16 +212,19 @@ zstd_check_support(void)
 /*
  * Compress a varlena using zstd.
  *
- * Returns the compressed varlena, or NULL if the data does not shrink.
+ * Returns the compressed varlena, or NULL if the data does not shrink, and
+ * in *cmid the bit pattern its va_tcinfo must be given.
  */
 struct varlena *
-zstd_compress_datum(const struct varlena *value)
+zstd_compress_datum(const struct varlena *value, ToastCompressionId *cmid)
 {
 #ifndef USE_ZSTD
 	NO_ZSTD_SUPPORT();
 	return NULL;				/* keep compiler quiet */
 #else
 	int32		valsize = VARSIZE_ANY_EXHDR(value);
+	bool		legacy = toast_zstd_debug_legacy_encoding;
+	Size		hdrsz = legacy ? VARHDRSZ_COMPRESSED : TOAST_EXTENDED_HDRSZ;
 	size_t		capacity;
 	size_t		len;
 	struct varlena *tmp;
@@ -162,8 +235,8 @@ zstd_compress_datum(const struct varlena *value)
 	 * dstSize_tooSmall on data that would not shrink, so incompressible
 	 * values cost neither ZSTD_compressBound() bytes nor a second pass.
 	 */
-	capacity = Min((size_t) valsize, MaxAllocSize - VARHDRSZ_COMPRESSED);
-	tmp = (struct varlena *) palloc(capacity + VARHDRSZ_COMPRESSED);
+	capacity = Min((size_t) valsize, MaxAllocSize - hdrsz);
+	tmp = (struct varlena *) palloc(capacity + hdrsz);
 
 	/*
 	 * Parameters can only be set between frames, and an earlier call may have
@@ -174,7 +247,7 @@ zstd_compress_datum(const struct varlena *value)
 	zstd_set_cparam(cctx, ZSTD_c_contentSizeFlag, 0);
 	zstd_set_cparam(cctx, ZSTD_c_checksumFlag, 0);
 
-	len = ZSTD_compress2(cctx, (char *) tmp + VARHDRSZ_COMPRESSED, capacity,
+	len = ZSTD_compress2(cctx, (char *) tmp + hdrsz, capacity,
 						 VARDATA_ANY(value), valsize);
 	zstd_trim_contexts();
 	if (ZSTD_isError(len))
@@ -187,7 +260,14 @@ zstd_compress_datum(const struct varlena *value)
 				 errmsg("zstd compression failed: %s", ZSTD_getErrorName(len))));
 	}
 
-	SET_VARSIZE_COMPRESSED(tmp, len + VARHDRSZ_COMPRESSED);
+	SET_VARSIZE_COMPRESSED(tmp, len + hdrsz);
+	if (legacy)
+		*cmid = TOAST_ZSTD_LEGACY_COMPRESSION_ID;
+	else
+	{
+		*((uint8 *) tmp + VARHDRSZ_COMPRESSED) = TOAST_EXTENDED_METHOD_ZSTD;
+		*cmid = TOAST_EXTENDED_COMPRESSION_ID;
+	}
 
 	return tmp;
 #endif
@@ -204,16 +284,18 @@ zstd_decompress_datum(const struct varlena *value)
 	return NULL;				/* keep compiler quiet */
 #else
 	int32		rawsize = VARDATA_COMPRESSED_GET_EXTSIZE(value);
+	const char *frame;
+	size_t		framelen;
 	size_t		ret;
 	struct varlena *result;
-	ZSTD_DCtx  *dctx = zstd_get_dctx();
+	ZSTD_DCtx  *dctx;
 
+	zstd_get_frame(value, &frame, &framelen);
+	dctx = zstd_get_dctx(rawsize);
 	result = (struct varlena *) palloc(rawsize + VARHDRSZ);
 
 	/* one-shot decoding writes straight into result, no window buffer */
-	ret = ZSTD_decompressDCtx(dctx, VARDATA(result), rawsize,
-							  (char *) value + VARHDRSZ_COMPRESSED,
-							  VARSIZE(value) - VARHDRSZ_COMPRESSED);
+	ret = ZSTD_decompressDCtx(dctx, VARDATA(result), rawsize, frame, framelen);
 	if (ZSTD_isError(ret))
 		zstd_report_corrupt(ZSTD_getErrorName(ret));
 	if (ret != (size_t) rawsize)
@@ -241,15 +323,19 @@ zstd_decompress_datum_slice(const struct varlena *value, int32 slicelength)
 #else
 	int32		rawsize = VARDATA_COMPRESSED_GET_EXTSIZE(value);
 	int32		wanted = Min(slicelength, rawsize);
+	const char *frame;
+	size_t		framelen;
 	struct varlena *result;
-	ZSTD_DCtx  *dctx = zstd_get_dctx();
+	ZSTD_DCtx  *dctx;
 	ZSTD_inBuffer in;
 	ZSTD_outBuffer out;
 
+	zstd_get_frame(value, &frame, &framelen);
+	dctx = zstd_get_dctx(rawsize);
 	result = (struct varlena *) palloc(wanted + VARHDRSZ);
 
-	in.src = (const char *) value + VARHDRSZ_COMPRESSED;
-	in.size = VARSIZE(value) - VARHDRSZ_COMPRESSED;
+	in.src = frame;
+	in.size = framelen;
 	in.pos = 0;
 	out.dst = VARDATA(result);
 	out.size = wanted;
@@ -276,4 +362,71 @@ zstd_decompress_datum_slice(const struct varlena *value, int32 slicelength)
 
 	return result;
 #endif
+}
+
+/*
+ * Is attr a zstd value of the legacy encoding (bit pattern 2), in line or
+ * behind an on-disk TOAST pointer?
+ */
+bool
+toast_zstd_is_legacy(const struct varlena *attr)
+{
+	if (VARATT_IS_EXTERNAL_ONDISK(attr))
+	{
+		struct varatt_external toast_pointer;
+
+		VARATT_EXTERNAL_GET_POINTER(toast_pointer, attr);
+		return VARATT_EXTERNAL_IS_COMPRESSED(toast_pointer) &&
+			VARATT_EXTERNAL_GET_COMPRESS_METHOD(toast_pointer) ==
+			TOAST_ZSTD_LEGACY_COMPRESSION_ID;
+	}
+	return VARATT_IS_COMPRESSED(attr) &&
+		VARDATA_COMPRESSED_GET_COMPRESS_METHOD(attr) ==
+		TOAST_ZSTD_LEGACY_COMPRESSION_ID;
+}
+
+/*
+ * Decompress the in-line zstd values of the legacy encoding among a row's
+ * values, so that forming and storing the row compresses them anew.
+ *
+ * A table rewrite copies compressed values as they are, and rows short
+ * enough not to need the TOAST machinery never meet toast_tuple_init(),
+ * which decompresses the others.  Returns NULL if no value was replaced,
+ * else a palloc'd array marking the replaced ones for
+ * toast_zstd_free_expanded().
+ */
+bool *
+toast_zstd_expand_legacy(TupleDesc tupdesc, Datum *values, bool *isnull)
+{
+	bool	   *expanded = NULL;
+
+	for (int i = 0; i < tupdesc->natts; i++)
+	{
+		struct varlena *attr;
+
+		if (isnull[i] || TupleDescAttr(tupdesc, i)->attlen != -1)
+			continue;
+		attr = (struct varlena *) DatumGetPointer(values[i]);
+		if (VARATT_IS_EXTERNAL(attr) || !toast_zstd_is_legacy(attr))
+			continue;
+		if (expanded == NULL)
+			expanded = palloc0(tupdesc->natts * sizeof(bool));
+		values[i] = PointerGetDatum(detoast_attr(attr));
+		expanded[i] = true;
+	}
+	return expanded;
+}
+
+/* Free the values toast_zstd_expand_legacy() replaced, once they are copied. */
+void
+toast_zstd_free_expanded(int natts, Datum *values, bool *expanded)
+{
+	if (expanded == NULL)
+		return;
+	for (int i = 0; i < natts; i++)
+	{
+		if (expanded[i])
+			pfree(DatumGetPointer(values[i]));
+	}
+	pfree(expanded);
 }
