@@ -10,6 +10,19 @@ PG_INSTALL=$TOP/build/install$FLAVOUR_SUFFIX
 # server (unit tests, the fuzz target, benchmarks) build from source.
 PCS_FORMAT_SOURCES="$TOP/src/backend/storage/smgr/pcs_codec.c $TOP/src/backend/storage/smgr/pcs_estimate.c $TOP/src/backend/storage/smgr/pcs_format.c $TOP/src/backend/storage/smgr/pcs_transform.c"
 
+# build_page_codec DIR: build test/bench/compression/page_codec.c (the
+# storage manager's codec against plain zstd, page by page) into
+# DIR/page_codec, against the installed server and the format layer.
+build_page_codec()
+{
+	local pgc=$PG_INSTALL/bin/pg_config
+	# shellcheck disable=SC2046,SC2086
+	gcc -O2 $("$pgc" --cppflags) -I"$TOP/src/include" -I"$("$pgc" --includedir-server)" \
+		-o "$1/page_codec" "$TOP/test/bench/compression/page_codec.c" \
+		$PCS_FORMAT_SOURCES "$TOP/test/common/pcs_frontend.c" \
+		-L"$("$pgc" --libdir)" -lpgcommon -lpgport -lzstd -llz4
+}
+
 # count_results LOG: add up the tests a pg_regress or prove log reports.
 # Prints "passed failed skipped".  A TAP script counts once: passed when
 # prove says "ok", skipped when it says "skipped", failed otherwise.

@@ -38,11 +38,7 @@ fi
 mkdir -p "$WORK"
 gcc -O2 -o "$WORK/page_ideal" "$TOP/test/bench/compression/page_ideal.c" -lzstd
 # page_codec: the storage manager's own codec (the format layer), shuffle included
-PGC=$BIN/pg_config
-gcc -O2 $("$PGC" --cppflags) -I"$TOP/src/include" -I"$("$PGC" --includedir-server)" \
-	-o "$WORK/page_codec" "$TOP/test/bench/compression/page_codec.c" \
-	$PCS_FORMAT_SOURCES "$TOP/test/common/pcs_frontend.c" \
-	-L"$("$PGC" --libdir)" -lpgcommon -lpgport -lzstd -llz4
+build_page_codec "$WORK"
 
 bench_cluster "$WORK"
 cat >>"$WORK/data/postgresql.conf" <<EOF
