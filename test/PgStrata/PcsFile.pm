@@ -22,10 +22,12 @@ PgStrata::PcsFile - read and damage compressed (pcs) segment files in tests
 The one place where the TAP tests know the layout of a compressed segment
 (src/backend/storage/smgr/README.pcs and src/include/storage/pcs_format.h):
 a 4 kB header block, a map of 16-byte entries, one per block of the
-segment, then the data area of 512-byte units.  The header's two shared
-words are decoded with their checks, computed here independently of the
-server (CRC32C in Perl), so a test reading them also checks what the server
-wrote.  Integers are little-endian, as on the machines the tests run on.
+segment, then the data area of 128-byte units (format 3; format 2
+segments have 512-byte units and keep their shared words in the first
+sector).  The header's shared words are decoded with their checks,
+computed here independently of the server (CRC32C in Perl), so a test
+reading them also checks what the server wrote.  Integers are
+little-endian, as on the machines the tests run on.
 
 =cut
 
@@ -37,24 +39,28 @@ use warnings FATAL => 'all';
 use Exporter 'import';
 
 our @EXPORT_OK = qw(MAGIC FORMAT_VERSION HEADER_SIZE MAP_OFFSET ENTRY_SIZE
-  RELSEG_SIZE DATA_OFFSET UNIT_SIZE ALLOC_OFFSET NBLOCKS_OFFSET);
+  RELSEG_SIZE DATA_OFFSET UNIT_SIZE ALLOC_OFFSET GENERATION_OFFSET
+  NBLOCKS_OFFSET NBLOCKS2_OFFSET);
 
 use constant {
 	MAGIC => pack('H*', '50435331ffffff7f'),
-	FORMAT_VERSION => 2,
+	FORMAT_VERSION => 3,
 	HEADER_SIZE => 4096,
 	MAP_OFFSET => 4096,
 	ENTRY_SIZE => 16,
 	RELSEG_SIZE => 131072,
-	UNIT_SIZE => 512,
-	ALLOC_OFFSET => 32,      # next free unit, then its check
-	NBLOCKS_OFFSET => 40,    # complement of the block count, then its check
+	UNIT_SIZE => 128,           # format 2: 512
+	ALLOC_OFFSET => 512,        # next free unit, then its check (format 2: 32)
+	GENERATION_OFFSET => 520,   # generation, then its check (format 3 only)
+	NBLOCKS_OFFSET => 1024,     # complement of the block count, then its check
+	NBLOCKS2_OFFSET => 1536,    # the second copy (format 2: one copy, at 40)
 	HEADER_CRC_OFFSET => 24,
 };
 use constant DATA_OFFSET => MAP_OFFSET + RELSEG_SIZE * ENTRY_SIZE;
 
 # What the check of a shared header word covers (pcs_format.c)
 my $WORD_NBLOCKS = 0x4e;
+my $WORD_NBLOCKS_2 = 0x6e;
 my $WORD_ALLOC = 0x41;
 
 my @crc_table;
@@ -164,35 +170,54 @@ sub word_check
 	return crc32c(pack('V5', @_));
 }
 
-# nblocks_word(HEADER_CRC, SEGNO, COUNT): the 8 bytes of the block count
-# word holding COUNT
+# nblocks_word(HEADER_CRC, SEGNO, COUNT [, COPY]): the 8 bytes of copy COPY
+# (0 or 1) of the block count word holding COUNT
 sub nblocks_word
 {
-	my ($header_crc, $segno, $count) = @_;
+	my ($header_crc, $segno, $count, $copy) = @_;
 	return pack('V V', ~$count & 0xFFFFFFFF,
-		word_check($header_crc, $segno, $WORD_NBLOCKS, 0, $count));
+		word_check($header_crc, $segno,
+			($copy // 0) ? $WORD_NBLOCKS_2 : $WORD_NBLOCKS, 0, $count));
 }
 
-# parse_header(BYTES [, SEGNO]): the fields of a segment header as a hash:
-# magic, version, algorithm, level, unit_shift, flags, blcksz, relseg_size,
-# header_crc, header_crc_ok, next_unit and alloc_check (the allocation
-# word's halves: its check covers the server generation, which only the
-# server knows), nblocks_word_ok, and nblocks (undef unless the word is
-# sound and in range)
+# parse_header(BYTES [, SEGNO]): the fields of a segment header (its first
+# 2048 bytes) as a hash: magic, version, algorithm, level, unit_shift, flags,
+# blcksz, relseg_size, header_crc, header_crc_ok, unit_size, next_unit and
+# alloc_check (the allocation word's halves: its check covers the server
+# generation, which only the server knows), nblocks_words (1 or 2),
+# nblocks_word_ok and nblocks_copy (each copy's count, undef unless the copy
+# is sound and in range), nblocks (the larger sound copy, as the server
+# reads it), and alloc_offset and nblocks_offsets (where the words are)
 sub parse_header
 {
 	my ($bytes, $segno) = @_;
 	my %h;
 	@h{qw(magic version algorithm level unit_shift flags blcksz relseg_size
-		  header_crc pad next_unit alloc_check nblocks_low nblocks_check)} =
-	  unpack('a8 V C c C C V V V V V V V V', $bytes);
+		  header_crc)} = unpack('a8 V C c C C V V V', $bytes);
 	$h{header_crc_ok} =
 	  crc32c(substr($bytes, 0, HEADER_CRC_OFFSET)) == $h{header_crc};
-	my $count = ~$h{nblocks_low} & 0xFFFFFFFF;
-	$h{nblocks_word_ok} = word_check($h{header_crc}, $segno // 0,
-		$WORD_NBLOCKS, 0, $count) == $h{nblocks_check};
-	$h{nblocks} =
-	  ($h{nblocks_word_ok} && $count <= RELSEG_SIZE) ? $count : undef;
+	my $v2 = $h{version} == 2;
+	$h{unit_size} = $v2 ? 512 : 128;
+	$h{alloc_offset} = $v2 ? 32 : ALLOC_OFFSET;
+	$h{nblocks_offsets} = $v2 ? [40] : [ NBLOCKS_OFFSET, NBLOCKS2_OFFSET ];
+	$h{nblocks_words} = scalar @{ $h{nblocks_offsets} };
+	@h{qw(next_unit alloc_check)} =
+	  unpack('V V', substr($bytes, $h{alloc_offset}, 8));
+	$h{nblocks_word_ok} = [];
+	$h{nblocks_copy} = [];
+	for my $copy (0 .. $h{nblocks_words} - 1)
+	{
+		my ($low, $check) =
+		  unpack('V V', substr($bytes, $h{nblocks_offsets}[$copy], 8));
+		my $count = ~$low & 0xFFFFFFFF;
+		my $ok = word_check($h{header_crc}, $segno // 0,
+			$copy ? $WORD_NBLOCKS_2 : $WORD_NBLOCKS, 0, $count) == $check;
+		$h{nblocks_word_ok}[$copy] = $ok ? 1 : 0;
+		$h{nblocks_copy}[$copy] = ($ok && $count <= RELSEG_SIZE) ? $count : undef;
+		$h{nblocks} = $h{nblocks_copy}[$copy]
+		  if defined $h{nblocks_copy}[$copy]
+		  && (!defined $h{nblocks} || $h{nblocks_copy}[$copy] > $h{nblocks});
+	}
 	return \%h;
 }
 
@@ -200,19 +225,30 @@ sub parse_header
 sub header
 {
 	my ($path) = @_;
-	return parse_header(read_bytes($path, 0, 48), segno($path));
+	return parse_header(read_bytes($path, 0, 2048), segno($path));
 }
 
-# make_header(ALGORITHM, LEVEL, FLAGS, NBLOCKS [, VERSION]): 512 bytes of a
-# segment 0 header with sound checks (a seed for the fuzz target)
+# make_header(ALGORITHM, LEVEL, FLAGS, NBLOCKS [, VERSION]): a segment 0
+# header with sound checks as the fuzz target's inputs hold it: 512 bytes,
+# the first sector's 48, then format 3's four shared words (pcs_fuzz.c)
 sub make_header
 {
 	my ($algo, $level, $flags, $nblocks, $version) = @_;
-	my $fixed = pack('a8 V C c C C V V', MAGIC, $version // FORMAT_VERSION,
-		$algo, $level, 9, $flags, 8192, RELSEG_SIZE);
+	$version //= FORMAT_VERSION;
+	my $fixed = pack('a8 V C c C C V V', MAGIC, $version,
+		$algo, $level, $version == 2 ? 9 : 7, $flags, 8192, RELSEG_SIZE);
 	my $crc = crc32c($fixed);
-	my $h = $fixed . pack('V V', $crc, 0) . pack('Q', 0)
-	  . nblocks_word($crc, 0, $nblocks);
+	my $h = $fixed . pack('V V', $crc, 0);
+	if ($version == 2)
+	{
+		$h .= pack('Q', 0) . nblocks_word($crc, 0, $nblocks);
+	}
+	else
+	{
+		$h .= "\0" x 16 . pack('Q Q', 0, 0)
+		  . nblocks_word($crc, 0, $nblocks, 0)
+		  . nblocks_word($crc, 0, $nblocks, 1);
+	}
 	return $h . ("\0" x (512 - length($h)));
 }
 
@@ -244,10 +280,12 @@ sub entry_offset
 	return MAP_OFFSET + ENTRY_SIZE * $block;
 }
 
+# (UNIT_SIZE_OF_SEGMENT defaults to format 3's; header()->{unit_size} has
+# the one of a given file)
 sub image_offset
 {
-	my ($e) = @_;
-	return DATA_OFFSET + UNIT_SIZE * $e->{first};
+	my ($e, $unit_size) = @_;
+	return DATA_OFFSET + ($unit_size // UNIT_SIZE) * $e->{first};
 }
 
 # flip_image(PATH, BLOCK): invert a byte in the middle of a block's image,
@@ -257,7 +295,8 @@ sub flip_image
 	my ($path, $block) = @_;
 	my $e = entry($path, $block);
 	die "block $block of $path has no image" if $e->{stored} == 0;
-	flip($path, image_offset($e) + int($e->{stored} / 2));
+	flip($path,
+		image_offset($e, header($path)->{unit_size}) + int($e->{stored} / 2));
 }
 
 # entries(PATH): the map entries of every block of a segment that has
@@ -274,6 +313,48 @@ sub entries
 		push @out, [ $b, parse_entry($bytes) ];
 	}
 	return @out;
+}
+
+# to_format_2(PATH): rewrite a format 3 segment of a stopped server as the
+# format 2 file an earlier build would have made of the same pages: the
+# shared words in the first sector, one copy of the block count, images in
+# 512-byte units.  For tests that format 2 segments stay readable and
+# writable.
+sub to_format_2
+{
+	my ($path) = @_;
+	my $h = header($path);
+	die "$path is not of format 3" unless $h->{version} == 3;
+	my $segno = segno($path);
+	my $nblocks = $h->{nblocks};
+	my $fixed = pack('a8 V C c C C V V', MAGIC, 2, $h->{algorithm},
+		$h->{level}, 9, 0, 8192, RELSEG_SIZE);
+	my $crc = crc32c($fixed);
+	my $head = $fixed . pack('V V', $crc, 0) . pack('Q', 0)
+	  . nblocks_word($crc, $segno, $nblocks, 0);
+	my ($map, $data, $next) = ('', '', 0);
+	for my $b (0 .. $nblocks - 1)
+	{
+		my $e = entry($path, $b);
+		if ($e->{raw} eq "\0" x ENTRY_SIZE)
+		{
+			$map .= $e->{raw};
+			next;
+		}
+		my $image =
+		  read_bytes($path, image_offset($e, $h->{unit_size}), $e->{stored});
+		my $units = int(($e->{stored} + 511) / 512);
+		my $bytes = pack('V v C C V', $next, $e->{stored}, $units,
+			$e->{flags}, $e->{data_crc});
+		$map .= $bytes . pack('V', crc32c($bytes . pack('V', $b)));
+		$data .= $image . ("\0" x ($units * 512 - length($image)));
+		$next += $units;
+	}
+	truncate($path, DATA_OFFSET) or die "truncate $path: $!";
+	write_bytes($path, 0, $head . ("\0" x (HEADER_SIZE - length($head))));
+	write_bytes($path, MAP_OFFSET, $map);
+	write_bytes($path, DATA_OFFSET, $data);
+	return $next;
 }
 
 # overlaps(PATH): the pairs of blocks of a segment whose images share a

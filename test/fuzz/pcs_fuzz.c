@@ -12,16 +12,24 @@
  *	 0 header	   the rest is a segment header: pcs_header_check(),
  *				   pcs_header_other_version(), pcs_nblocks_decode()
  *	 1 entry	   segblock (4 bytes), unit limit (4), a map entry (16):
- *				   pcs_entry_check()
+ *				   pcs_entry_check(), with format 3's units, or with
+ *				   format 2's if bit 0x40 of the first byte is set
  *	 2 decompress  algorithm (1 byte), then an image: pcs_decompress_page()
  *	 3 segment	   a segment with its map cut to the blocks it has: header
- *				   (512 bytes), its block count's entries, data area;
+ *				   (512 bytes, below), its block count's entries, data area;
  *				   every block is
  *				   read as pcs_read_block() in pcs.c reads it (entry check
  *				   against the data area's size, image read, data CRC,
  *				   decompression).  The seeds are real segment files.
  *	 4 roundtrip   algorithm (1), capacity (2), a page: pcs_compress_page()
  *				   then pcs_decompress_page() must give the page back
+ *
+ * A header in an input is 512 bytes: the first 48 are those of a segment's
+ * first sector (the fixed fields, and format 2's shared words), and the
+ * next 32 hold format 3's shared words (allocation, generation, the two
+ * block count copies), which a segment keeps in sectors 1 to 3; the
+ * harness puts them there (load_header()).  So inputs stay small, and the
+ * seeds made from format 2 files remain format 2 headers.
  *
  * Every buffer handed to the format layer has exactly the size the read path
  * gives it (heap blocks of that size, so AddressSanitizer sees a byte read
@@ -86,21 +94,45 @@ crc_of(const void *p, size_t len, const void *extra, size_t extralen)
 	return crc;
 }
 
+/* A segment header from the 512 bytes of an input (see above) */
+static PcsHeader *
+load_header(const uint8_t *data, size_t size)
+{
+	PcsHeader  *h = calloc(1, sizeof(PcsHeader));
+	uint8_t		in[FUZZ_HEADER_BYTES] = {0};
+	uint64		w[4];
+
+	memcpy(in, data, Min(size, FUZZ_HEADER_BYTES));
+	memcpy(h, in, offsetof(PcsHeader, pad_identity));
+	memcpy(w, in + offsetof(PcsHeader, pad_identity), sizeof(w));
+	pg_atomic_write_u64(&h->alloc.word, w[0]);
+	pg_atomic_write_u64(&h->alloc.second, w[1]);
+	pg_atomic_write_u64(&h->nblocks[0].word, w[2]);
+	pg_atomic_write_u64(&h->nblocks[1].word, w[3]);
+	return h;
+}
+
 /*
  * Make a header's checksum match its fields (README.pcs: CRC32C of them),
- * then its block count word's check match the count the word holds, capped
- * at max_blocks, as segment 0.
+ * then the checks of its block count copies match the count each holds,
+ * capped at max_blocks, as segment 0.
  */
 static void
 fixup_header(PcsHeader *header, uint32 max_blocks)
 {
-	uint32		count;
-
 	header->header_crc = crc_of(header, offsetof(PcsHeader, header_crc),
 								NULL, 0);
-	count = ~(uint32) pg_atomic_read_u64(&header->nblocks);
-	pg_atomic_write_u64(&header->nblocks,
-						pcs_nblocks_word(header, 0, Min(count, max_blocks)));
+	if (header->version != PCS_FORMAT_VERSION &&
+		header->version != PCS_FORMAT_VERSION_2)
+		return;
+	for (int copy = 0; copy < pcs_header_nblocks_copies(header); copy++)
+	{
+		pg_atomic_uint64 *word = pcs_header_nblocks(header, copy);
+		uint32		count = ~(uint32) pg_atomic_read_u64(word);
+
+		pg_atomic_write_u64(word, pcs_nblocks_word(header, 0, copy,
+												   Min(count, max_blocks)));
+	}
 }
 
 /* Make an entry's checksum match its fields and its slot */
@@ -117,11 +149,14 @@ fixup_entry(PcsMapEntry *entry, BlockNumber segblock)
 static void
 verify_accepted_header(const PcsHeader *h)
 {
-	if (h->magic != PCS_MAGIC || h->version != PCS_FORMAT_VERSION)
+	if (h->magic != PCS_MAGIC ||
+		(h->version != PCS_FORMAT_VERSION && h->version != PCS_FORMAT_VERSION_2))
 		fuzz_fail("accepted a header with a foreign magic or version");
 	if (h->algorithm != PCS_ALGO_ZSTD && h->algorithm != PCS_ALGO_LZ4)
 		fuzz_fail("accepted a header with an unknown algorithm");
-	if (h->unit_shift != PCS_UNIT_SHIFT || h->blcksz != BLCKSZ ||
+	if (h->unit_shift != (h->version == PCS_FORMAT_VERSION_2 ?
+						  PCS_V2_UNIT_SHIFT : PCS_UNIT_SHIFT) ||
+		h->blcksz != BLCKSZ ||
 		h->relseg_size != RELSEG_SIZE)
 		fuzz_fail("accepted a header of another build");
 	if (h->algorithm == PCS_ALGO_ZSTD &&
@@ -133,7 +168,7 @@ verify_accepted_header(const PcsHeader *h)
 
 /* A non-empty entry that passed pcs_entry_check() must be readable */
 static void
-verify_accepted_entry(const PcsMapEntry *e, uint32 unit_limit)
+verify_accepted_entry(const PcsMapEntry *e, uint32 unit_limit, int shift)
 {
 	if (pcs_entry_is_empty(e))
 		return;
@@ -146,7 +181,8 @@ verify_accepted_entry(const PcsMapEntry *e, uint32 unit_limit)
 		fuzz_fail("accepted a raw entry marked as shuffled or split");
 	if ((e->flags & PCS_ENTRY_SHUFFLED) && (e->flags & PCS_ENTRY_SPLIT))
 		fuzz_fail("accepted an entry marked as both shuffled and split");
-	if (e->units < pcs_units_for(e->stored) || e->units > PCS_MAX_UNITS)
+	if (e->units < pcs_units_for(e->stored, shift) ||
+		e->units > pcs_raw_units(shift) + pcs_raw_units(shift) / 4)
 		fuzz_fail("accepted an entry with a bad unit count");
 	if ((uint64) e->first_unit + e->units > unit_limit)
 		fuzz_fail("accepted an entry pointing past the allocated units");
@@ -156,13 +192,11 @@ verify_accepted_entry(const PcsMapEntry *e, uint32 unit_limit)
 static void
 fuzz_header(const uint8_t *data, size_t size, bool fixup)
 {
-	PcsHeader  *h = calloc(1, sizeof(PcsHeader));
-
+	PcsHeader  *h = load_header(data, size);
 	uint32		version;
-	uint64		word;
 	BlockNumber nblocks = InvalidBlockNumber;
+	int			sound;
 
-	memcpy(h, data, Min(size, sizeof(PcsHeader)));
 	if (fixup)
 		fixup_header(h, PG_UINT32_MAX);
 	version = pcs_header_other_version(h);
@@ -172,24 +206,33 @@ fuzz_header(const uint8_t *data, size_t size, bool fixup)
 		if (version != 0)
 			fuzz_fail("accepted a header and called it of another version");
 	}
-	else if (version == PCS_FORMAT_VERSION)
-		fuzz_fail("called a header of this version one of another");
+	else if (version == PCS_FORMAT_VERSION || version == PCS_FORMAT_VERSION_2)
+		fuzz_fail("called a header of a version this build reads one of another");
 
-	/* a block count the word vouches for is one pcs.c can use */
-	word = pg_atomic_read_u64(&h->nblocks);
-	if (pcs_nblocks_decode(h, 0, word, &nblocks) == PCS_SOUND)
+	/* a block count the words vouch for is one pcs.c can use */
+	if (h->version == PCS_FORMAT_VERSION || h->version == PCS_FORMAT_VERSION_2)
 	{
-		if (nblocks > RELSEG_SIZE)
-			fuzz_fail("accepted a block count word with too many blocks");
-		if (pcs_nblocks_word(h, 0, nblocks) != word)
-			fuzz_fail("accepted a block count word that does not round-trip");
+		for (int copy = 0; copy < pcs_header_nblocks_copies(h); copy++)
+		{
+			uint64		word = pg_atomic_read_u64(pcs_header_nblocks(h, copy));
+
+			if (pcs_nblocks_decode(h, 0, copy, word, &nblocks) != PCS_SOUND)
+				continue;
+			if (nblocks > RELSEG_SIZE)
+				fuzz_fail("accepted a block count word with too many blocks");
+			if (pcs_nblocks_word(h, 0, copy, nblocks) != word)
+				fuzz_fail("accepted a block count word that does not round-trip");
+		}
+		if (pcs_nblocks_read(h, 0, &nblocks, &sound) == PCS_SOUND &&
+			(nblocks > RELSEG_SIZE || sound < 1))
+			fuzz_fail("read a block count no sound copy holds");
 	}
 	free(h);
 }
 
 /* Operation entry: check one map entry for a slot and a unit limit */
 static void
-fuzz_entry(const uint8_t *data, size_t size, bool fixup)
+fuzz_entry(const uint8_t *data, size_t size, bool fixup, int shift)
 {
 	PcsMapEntry *e;
 	BlockNumber segblock;
@@ -203,8 +246,8 @@ fuzz_entry(const uint8_t *data, size_t size, bool fixup)
 	memcpy(e, data + 8, sizeof(PcsMapEntry));
 	if (fixup)
 		fixup_entry(e, segblock);
-	if (pcs_entry_check(e, segblock, limit) == PCS_SOUND)
-		verify_accepted_entry(e, limit);
+	if (pcs_entry_check(e, segblock, limit, shift) == PCS_SOUND)
+		verify_accepted_entry(e, limit, shift);
 	free(e);
 }
 
@@ -254,17 +297,16 @@ fuzz_segment(const uint8_t *data, size_t size, bool fixup)
 	uint8_t    *area;
 	size_t		area_bytes;
 	uint32		limit;
+	int			sound;
 
 	if (size < FUZZ_HEADER_BYTES)
 		return;
-	h = calloc(1, sizeof(PcsHeader));
-	memcpy(h, data, sizeof(PcsHeader));
+	h = load_header(data, size);
 	/* keep runs short: at most 64 blocks of the input are read */
 	if (fixup)
 		fixup_header(h, 64);
 	if (pcs_header_check(h) != PCS_SOUND ||
-		pcs_nblocks_decode(h, 0, pg_atomic_read_u64(&h->nblocks),
-						   &nblocks) != PCS_SOUND)
+		pcs_nblocks_read(h, 0, &nblocks, &sound) != PCS_SOUND)
 	{
 		free(h);
 		return;
@@ -278,7 +320,7 @@ fuzz_segment(const uint8_t *data, size_t size, bool fixup)
 	area_bytes = size - FUZZ_HEADER_BYTES - nblocks * sizeof(PcsMapEntry);
 	area = malloc(Max(area_bytes, 1));
 	memcpy(area, map + nblocks * sizeof(PcsMapEntry), area_bytes);
-	limit = (uint32) (area_bytes >> PCS_UNIT_SHIFT);
+	limit = (uint32) (area_bytes >> h->unit_shift);
 
 	for (BlockNumber b = 0; b < nblocks; b++)
 	{
@@ -290,16 +332,16 @@ fuzz_segment(const uint8_t *data, size_t size, bool fixup)
 		memcpy(&entry, map + b * sizeof(PcsMapEntry), sizeof(entry));
 		if (fixup)
 			fixup_entry(&entry, b);
-		if (pcs_entry_check(&entry, b, limit) != PCS_SOUND)
+		if (pcs_entry_check(&entry, b, limit, h->unit_shift) != PCS_SOUND)
 			continue;
-		verify_accepted_entry(&entry, limit);
+		verify_accepted_entry(&entry, limit, h->unit_shift);
 		if (pcs_entry_is_empty(&entry))
 			continue;
 
 		/* FileRead of entry.stored bytes into a block-sized buffer */
 		image = malloc(BLCKSZ);
 		page = malloc(BLCKSZ);
-		off = (uint64) entry.first_unit << PCS_UNIT_SHIFT;
+		off = (uint64) entry.first_unit << h->unit_shift;
 		if (off + entry.stored <= area_bytes)
 		{
 			memcpy(image, area + off, entry.stored);
@@ -391,7 +433,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fuzz_header(data + 1, size - 1, fixup);
 			break;
 		case FUZZ_OP_ENTRY:
-			fuzz_entry(data + 1, size - 1, fixup);
+			fuzz_entry(data + 1, size - 1, fixup,
+					   (data[0] & 0x40) ? PCS_V2_UNIT_SHIFT : PCS_UNIT_SHIFT);
 			break;
 		case FUZZ_OP_DECOMPRESS:
 			fuzz_decompress(data + 1, size - 1);

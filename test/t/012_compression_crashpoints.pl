@@ -184,18 +184,21 @@ sub check_space
 {
 	my ($rel, $label) = @_;
 	my $path = PgStrata::PcsFile::relation_path($node, 'postgres', $rel);
-	my $next_unit = PgStrata::PcsFile::header($path)->{next_unit};
+	my $h = PgStrata::PcsFile::header($path);
+	my $next_unit = $h->{next_unit};
+	my $unit = $h->{unit_size};
 	my $s = space($rel);
-	my $live_units = ($s->{stored} + $s->{slack}) / 512;
-	my $file_units = ((-s $path) - PgStrata::PcsFile::DATA_OFFSET) / 512;
-	my $step = $next_unit / 16 > 16 ? $next_unit / 16 : 16;
+	my $live_units = ($s->{stored} + $s->{slack}) / $unit;
+	my $file_units = ((-s $path) - PgStrata::PcsFile::DATA_OFFSET) / $unit;
+	my $min_step = 8192 / $unit;
+	my $step = $next_unit / 16 > $min_step ? $next_unit / 16 : $min_step;
 	my $map = 4096 * int(($s->{pages} * 16 + 4095) / 4096);
 
-	is($s->{garbage}, ($next_unit - $live_units) * 512,
+	is($s->{garbage}, ($next_unit - $live_units) * $unit,
 		"$label: the garbage reported is every unit handed out that no entry uses");
-	cmp_ok($file_units - $next_unit, '<=', $step + 20,
+	cmp_ok($file_units - $next_unit, '<=', $step + 20 * 512 / $unit,
 		"$label: beyond them the file holds at most one preallocation step");
-	cmp_ok($s->{physical}, '<=', 4096 + $map + $file_units * 512 + 16384,
+	cmp_ok($s->{physical}, '<=', 4096 + $map + $file_units * $unit + 16384,
 		"$label: the file system holds nothing else ($s->{physical} bytes, "
 		  . "garbage $s->{garbage})");
 	return $s;

@@ -33,6 +33,7 @@ use Test::More;
 use PgStrata::PcsFile;
 
 my $data_offset = PgStrata::PcsFile::DATA_OFFSET;
+my $unit = PgStrata::PcsFile::UNIT_SIZE;    # the tables are made in format 3
 
 my $node = PostgreSQL::Test::Cluster->new('torn');
 # Without data checksums: case 4 needs a cluster whose hint bits only
@@ -151,7 +152,7 @@ sub differences
 {
 	my ($old, $new, $block) = @_;
 	my ($nf, $ns) = entry($new, $block);
-	my $start = $data_offset + 512 * $nf;
+	my $start = $data_offset + $unit * $nf;
 	my $o = substr($old . ("\0" x $ns), $start, $ns);
 	my $n = substr($new, $start, $ns);
 	my @diff = grep { substr($o, $_, 1) ne substr($n, $_, 1) } 0 .. $ns - 1;
@@ -169,9 +170,11 @@ sub half_new_over_old
 	my ($nf, $ns, $nu) = entry($new, $block);
 	my (undef, $last) = differences($old, $new, $block);
 	die "the new image does not differ from the old bytes" unless defined $last;
-	my $tear = 512 * int($last / 512);
-	my $start = $data_offset + 512 * $nf + $tear;
-	my $end = $data_offset + 512 * ($nf + $nu);
+	my $image = $data_offset + $unit * $nf;
+	# sectors are 512-byte blocks of the file; images start at any unit
+	my $start = 512 * int(($image + $last) / 512);
+	$start = $image if $start < $image;
+	my $end = $data_offset + $unit * ($nf + $nu);
 	my $padded = $old;
 	$padded .= "\0" x ($end - length($padded)) if length($padded) < $end;
 	my $torn = $new;
@@ -188,9 +191,9 @@ sub new_image_old_entry
 	my ($nf, $ns) = entry($new, $block);
 	my ($first) = differences($old, $new, $block);
 	die "the new image does not differ from the old bytes" unless defined $first;
-	my $len = 512 * (int($first / 512) + 1);
+	my $start = $data_offset + $unit * $nf;
+	my $len = 512 * (int(($start + $first) / 512) + 1) - $start;
 	$len = $ns if $len > $ns;
-	my $start = $data_offset + 512 * $nf;
 	my $torn = $old;
 	$torn .= "\0" x ($start + $len - length($torn)) if length($torn) < $start + $len;
 	substr($torn, $start, $len) = substr($new, $start, $len);
@@ -204,8 +207,8 @@ sub torn_image
 	my ($old, $new, $torn, $block) = @_;
 	my ($tf, $ts, undef, $te) = entry($torn, $block);
 	my $src = $te eq (entry($new, $block))[3] ? $new : $old;
-	return substr($torn, $data_offset + 512 * $tf, $ts) ne
-	  substr($src, $data_offset + 512 * $tf, $ts);
+	return substr($torn, $data_offset + $unit * $tf, $ts) ne
+	  substr($src, $data_offset + $unit * $tf, $ts);
 }
 
 # 1. In place: block 0 loses all but its first 20 rows to DELETE and
@@ -213,6 +216,15 @@ sub torn_image
 # image shrinks and is rewritten over the old one, torn half-way.  (Every
 # other row deleted would leave a page with holes in its line pointer
 # array, whose shuffled image need not be smaller than the full page's.)
+# Images get exactly the units they need (128 bytes each); a block that
+# outgrew its units gets a quarter more.  Blocks 0 and 2 grow once first,
+# so that the smaller images the cases below make are written in place.
+$node->safe_psql('postgres', q(
+UPDATE c SET v = v || md5(v) WHERE ctid < '(1,0)' OR (ctid >= '(2,0)' AND ctid < '(3,0)');
+CHECKPOINT;
+SELECT count(pg_buffercache_evict(bufferid)) FROM pg_buffercache
+	WHERE relfilenode = pg_relation_filenode('c');
+));
 torn_case('in place, new entry', 'c', 0,
 	"DELETE FROM c WHERE ctid > '(0,20)' AND ctid < '(1,0)'; VACUUM c;",
 	\&half_new_over_old, 'in place');

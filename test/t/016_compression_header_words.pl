@@ -1,22 +1,23 @@
 
 # Copyright (c) 2026, pgstrata developers
 
-# The two shared words of a compressed segment's header check themselves
+# The shared words of a compressed segment's header check themselves
 # (README.pcs, "The shared words of the header"):
 #
-# - the block count word: a byte changed in it, or the whole word zeroed,
-#   with the server stopped or while it runs with the segment mapped, is an
-#   ERROR with ERRCODE_DATA_CORRUPTED naming the segment file, for reads,
-#   writes and pg_checksums alike; never a crash, never a relation that
-#   silently reads shorter, longer or empty.  Putting the bytes back makes
-#   the relation readable again, without a restart;
+# - the block count, kept twice in two sectors (format 3): a byte changed
+#   in one copy, on disk or while the server runs with the segment mapped,
+#   costs nothing but a WARNING naming the segment file, and the copy is
+#   rewritten from the other; with both copies gone the count is recovered
+#   from the map, also with a WARNING, and reads, writes, checkpoints and
+#   restarts go on (a damaged count used to stop every one of them);
+#   pg_checksums fails when no copy is sound;
 # - the allocation word: a byte changed in it, or its next free unit
 #   lowered while the server runs (the change that would hand out units in
 #   use), mends itself: the next allocation starts above the file's end and
 #   every unit the map points to, so no two blocks ever share a unit, amcheck
 #   stays clean and every row survives;
-# - a file of the previous format version is refused with a clear error
-#   and a hint, by the server and by pg_checksums.
+# - a file of format version 1 is refused with a clear error and a hint, by
+#   the server and by pg_checksums.
 #
 # The words on disk are decoded with the checks computed independently in
 # Perl (PgStrata::PcsFile), so this also checks what the server writes.
@@ -27,7 +28,7 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PgStrata::PcsFile qw(ALLOC_OFFSET NBLOCKS_OFFSET UNIT_SIZE DATA_OFFSET);
+use PgStrata::PcsFile qw(ALLOC_OFFSET NBLOCKS_OFFSET NBLOCKS2_OFFSET UNIT_SIZE DATA_OFFSET);
 
 my $node = PostgreSQL::Test::Cluster->new('words');
 $node->init(extra => ['--data-checksums']);
@@ -58,10 +59,12 @@ my $pages = $node->safe_psql('postgres',
 cmp_ok($pages, '>', 10, 'the table has a few dozen pages');
 
 my $h = PgStrata::PcsFile::header($path);
-is($h->{version}, 2, 'the segment is of format version 2');
+is($h->{version}, 3, 'the segment is of format version 3');
 ok($h->{header_crc_ok}, 'its fixed fields match their CRC');
-ok($h->{nblocks_word_ok}, 'the block count word on disk passes its check');
-is($h->{nblocks}, $pages, 'and holds the logical size of the table');
+is_deeply($h->{nblocks_word_ok}, [ 1, 1 ],
+	'both copies of the block count on disk pass their checks');
+is_deeply($h->{nblocks_copy}, [ $pages, $pages ],
+	'and hold the logical size of the table');
 
 # query(SQL): the stderr of psql, verbose, and '' when it succeeded
 sub query
@@ -72,8 +75,9 @@ sub query
 	return $stderr;
 }
 
-# A block count error names the segment file and says why.
-my $nblocks_error = qr/ERROR:  XX001: invalid block count in compressed segment file "\Q$relfile\E"\n.*DETAIL:  The checksum of the block count in the segment header does not match\./s;
+# A damaged copy is replaced, with a warning naming the segment file.
+my $one_copy_warning = qr/WARNING:  XX001: invalid block count in compressed segment file "\Q$relfile\E", replaced by $pages\n.*DETAIL:  One of the two copies of the block count was damaged; the other one was sound\./s;
+my $no_copy_warning = qr/WARNING:  XX001: invalid block count in compressed segment file "\Q$relfile\E", replaced by $pages\n.*DETAIL:  The checksum of the block count in the segment header does not match\.  The count was recovered from the blocks that have storage\./s;
 
 # server_alive(LABEL): the server answers, and its log has no crash since
 # the test started
@@ -88,67 +92,84 @@ sub server_alive
 }
 
 my $nblocks_good = PgStrata::PcsFile::read_bytes($path, NBLOCKS_OFFSET, 8);
+my $nblocks2_good = PgStrata::PcsFile::read_bytes($path, NBLOCKS2_OFFSET, 8);
 my $alloc_good = PgStrata::PcsFile::read_bytes($path, ALLOC_OFFSET, 8);
 
-# 1. The block count word damaged with the server stopped: each byte of the
-# count's half and of the check's half, and the word zeroed.
+# 1. One copy of the block count damaged with the server stopped: each
+# byte of the count's half and of the check's half, in either copy.  The
+# other copy holds the count; the damaged one is rewritten, and a
+# checkpoint makes the repair durable.
 for my $case ([ 'byte 0 of the count', 0 ], [ 'byte 2 of the count', 2 ],
 	[ 'byte 1 of the check', 5 ], [ 'byte 3 of the check', 7 ])
 {
 	my ($what, $i) = @$case;
-	$node->stop;
-	PgStrata::PcsFile::flip($path, NBLOCKS_OFFSET + $i, 0x01);
-	$node->start;
-	like(query('SELECT count(*) FROM c'), $nblocks_error,
-		"block count word, $what changed on disk: a data-corruption error naming the file");
-	server_alive("block count word, $what");
-	PgStrata::PcsFile::flip($path, NBLOCKS_OFFSET + $i, 0x01);
+	for my $copy (0, 1)
+	{
+		my $offset = ($copy ? NBLOCKS2_OFFSET : NBLOCKS_OFFSET) + $i;
+		$node->stop;
+		PgStrata::PcsFile::flip($path, $offset, 0x01);
+		$node->start;
+		my $err = query($rows_query);
+		like($err, $one_copy_warning,
+			"copy $copy of the block count, $what changed on disk: a warning naming the file");
+		unlike($err, qr/ERROR/, "copy $copy, $what: no error");
+		is($node->safe_psql('postgres', $rows_query), $rows,
+			"copy $copy, $what: every row reads");
+		$node->safe_psql('postgres', 'CHECKPOINT');
+		is_deeply(PgStrata::PcsFile::header($path)->{nblocks_copy},
+			[ $pages, $pages ], "copy $copy, $what: repaired on disk");
+	}
 }
+server_alive('one copy of the block count damaged on disk');
+
+# 2. Both copies and the allocation sector zeroed on disk: the count is
+# recovered from the map, with a warning; reads, writes, checkpoints and
+# restarts go on (a damaged count used to stop all of them).
 $node->stop;
 PgStrata::PcsFile::write_bytes($path, ALLOC_OFFSET, "\0" x 16);
-$node->start;
-like(query('SELECT count(*) FROM c'), $nblocks_error,
-	'both words zeroed on disk (bytes 32..47): an error, not an empty table');
-like(query("INSERT INTO c VALUES (-1, 'x')"), $nblocks_error,
-	'and a write is refused the same way');
-server_alive('both words zeroed');
+PgStrata::PcsFile::write_bytes($path, NBLOCKS_OFFSET, "\0" x 8);
+PgStrata::PcsFile::write_bytes($path, NBLOCKS2_OFFSET, "\0" x 8);
 
-# pg_checksums reads the same word.
-$node->stop;
+# pg_checksums reads the same words.
 my ($out, $err) = ('', '');
 IPC::Run::run([ 'pg_checksums', '--check', '-D', $node->data_dir ],
 	'>', \$out, '2>', \$err);
-isnt($? >> 8, 0, 'pg_checksums --check fails on a zeroed block count word');
+isnt($? >> 8, 0, 'pg_checksums --check fails when no copy of the block count is sound');
 like($err, qr/invalid compressed segment header in file ".*\Q$relfile\E": The checksum of the block count in the segment header does not match/,
 	'and names the file and the word');
 
-PgStrata::PcsFile::write_bytes($path, NBLOCKS_OFFSET, $nblocks_good);
 $node->start;
+like(query('SELECT count(*) FROM c'), $no_copy_warning,
+	'both copies zeroed on disk: a warning, the count recovered from the map');
 is($node->safe_psql('postgres', $rows_query), $rows,
-	'with the block count word put back (and the allocation word left zeroed) every row reads');
-$h = PgStrata::PcsFile::header($path);
-is($h->{nblocks}, $pages, 'the block count is intact');
+	'every row reads (the allocation word zeroed too)');
+is(query("INSERT INTO c VALUES (-1, 'x'); DELETE FROM c WHERE id = -1; CHECKPOINT"), '',
+	'writes and a checkpoint succeed');
+$node->restart;
+is_deeply(PgStrata::PcsFile::header($path)->{nblocks_copy}, [ $pages, $pages ],
+	'after a restart both copies are sound on disk again');
+server_alive('both copies of the block count zeroed on disk');
 
-# 2. The block count word damaged while the server runs, with the segment
-# mapped by a session that keeps it open: checked at every read, so the
-# damage is seen at once, and its repair too.
+# 3. A copy of the block count damaged while the server runs, with the
+# segment mapped by a session that keeps it open: checked at every read,
+# so the damage is seen and repaired at once.
 my $session = $node->background_psql('postgres', on_error_stop => 0);
 $session->query_safe('SELECT count(*) FROM c');
-for my $i (1, 6)
+for my $case ([ 0, 1 ], [ 1, 6 ])
 {
-	PgStrata::PcsFile::flip($path, NBLOCKS_OFFSET + $i, 0x80);
+	my ($copy, $i) = @$case;
+	my $offset = ($copy ? NBLOCKS2_OFFSET : NBLOCKS_OFFSET) + $i;
+	PgStrata::PcsFile::flip($path, $offset, 0x80);
 	my $r = $session->query("\\set VERBOSITY verbose\nSELECT count(*) FROM c");
-	like($session->{stderr}, $nblocks_error,
-		"block count word, byte $i changed while the segment is mapped: the session that has it open gets the error");
+	like($session->{stderr}, $one_copy_warning,
+		"copy $copy, byte $i changed while the segment is mapped: the session that has it open warns");
+	is($r, (split /\|/, $rows)[0], "copy $copy, byte $i changed while mapped: every row reads");
 	$session->{stderr} = '';
-	like(query('SELECT count(*) FROM c'), $nblocks_error,
-		"block count word, byte $i changed while running: a new session too");
-	PgStrata::PcsFile::flip($path, NBLOCKS_OFFSET + $i, 0x80);
-	is($session->query_safe('SELECT count(*) FROM c'), (split /\|/, $rows)[0],
-		"block count word, byte $i put back: the same session reads every row again");
+	is(query('SELECT count(*) FROM c'), '',
+		"copy $copy, byte $i: repaired, a new session reads without a warning");
 }
 $session->quit;
-server_alive('block count word damaged while running');
+server_alive('block count damaged while running');
 
 # grow(ROUND): make pages of c grow so that their images move to fresh
 # units, add rows, and write every dirty page of c out now
@@ -240,11 +261,11 @@ PgStrata::PcsFile::write_bytes($path, 0, $v1);
 IPC::Run::run([ 'pg_checksums', '--check', '-D', $node->data_dir ],
 	'>', \$out, '2>', \$err);
 isnt($? >> 8, 0, 'pg_checksums --check fails on a segment of format version 1');
-like($err, qr/\Q$relfile\E": The file has format version 1; this build reads only version 2/,
+like($err, qr/\Q$relfile\E": The file has format version 1; this build reads only versions 2 and 3/,
 	'and says which version it is');
 $node->start;
 my $e = query('SELECT count(*) FROM c');
-like($e, qr/ERROR:  0A000: compressed segment file "\Q$relfile\E" has format version 1, but this server reads only version 2/,
+like($e, qr/ERROR:  0A000: compressed segment file "\Q$relfile\E" has format version 1, but this server reads only versions 2 and 3/,
 	'the server refuses a segment of format version 1 as not supported');
 like($e, qr/HINT:  .*another development build of pgstrata/,
 	'with a hint saying where it came from');
@@ -267,6 +288,31 @@ PgStrata::PcsFile::write_bytes($path, 0, $head);
 $node->start;
 is($node->safe_psql('postgres', $rows_query), $expected,
 	'with the header put back every row reads');
+
+# 7. A segment of format version 2, as earlier builds made them (shared
+# words in the first sector, one block count, 512-byte units), stays
+# readable and writable: the file is rewritten as such with the server
+# stopped, then read, grown, checkpointed, checked and read after a restart.
+$node->stop;
+cmp_ok(PgStrata::PcsFile::to_format_2($path), '>', 0,
+	'the segment was rewritten in format 2');
+$node->start;
+is($node->safe_psql('postgres', $rows_query), $expected,
+	'format 2: every row reads');
+is(PgStrata::PcsFile::header($path)->{version}, 2, 'format 2: the header says so');
+grow(6);
+$expected = $node->safe_psql('postgres', $rows_query);
+check_units('format 2 after writes');
+$node->restart;
+is($node->safe_psql('postgres', $rows_query), $expected,
+	'format 2: after writes and a restart the rows are those written');
+$h = PgStrata::PcsFile::header($path);
+is($h->{version}, 2, 'format 2: the segment keeps its format');
+is($h->{nblocks},
+	$node->safe_psql('postgres',
+		"SELECT logical_pages FROM pgstrata_relation_compression('c') WHERE fork = 'main'"),
+	'format 2: its one block count word holds the size');
+server_alive('a segment of format version 2');
 
 $node->stop;
 done_testing();

@@ -163,14 +163,26 @@ every_byte_change_caught(const PcsHeader *h, size_t offset,
 	return true;
 }
 
-/* Is the block count word of h sound, as segment 5? */
+/* Is copy 0 of the block count word of h sound, as segment 5? */
 static bool
 nblocks_sound(const PcsHeader *h)
 {
 	BlockNumber n;
 
-	return pcs_nblocks_decode(h, 5, pg_atomic_read_u64(unconstify(pg_atomic_uint64 *, &h->nblocks)),
+	return pcs_nblocks_decode(h, 5, 0, pg_atomic_read_u64(unconstify(pg_atomic_uint64 *, &h->nblocks[0].word)),
 							  &n) == PCS_SOUND;
+}
+
+/* Set the fixed fields' CRC of a header whose fields a test changed */
+static void
+reseal_header(PcsHeader *h)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, h, offsetof(PcsHeader, header_crc));
+	FIN_CRC32C(crc);
+	h->header_crc = crc;
 }
 
 /* The block count word: round trip, and every kind of damage is caught */
@@ -184,36 +196,147 @@ test_nblocks_word(void)
 	uint64		word;
 
 	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 5);
-	check(pcs_nblocks_decode(&h, 5, pg_atomic_read_u64(&h.nblocks), &n) == PCS_SOUND &&
-		  n == 0, "a new segment has a sound block count of 0");
+	check(pcs_nblocks_decode(&h, 5, 0, pg_atomic_read_u64(&h.nblocks[0].word), &n) == PCS_SOUND &&
+		  n == 0 &&
+		  pcs_nblocks_decode(&h, 5, 1, pg_atomic_read_u64(&h.nblocks[1].word), &n) == PCS_SOUND &&
+		  n == 0, "a new segment has two sound block counts of 0");
 
 	for (BlockNumber b = 0; b <= RELSEG_SIZE; b += 997)
 	{
 		BlockNumber got = InvalidBlockNumber;
 
-		if (pcs_nblocks_decode(&h, 5, pcs_nblocks_word(&h, 5, b), &got) != PCS_SOUND ||
-			got != b)
-			round_trips = false;
+		for (int copy = 0; copy < 2; copy++)
+		{
+			if (pcs_nblocks_decode(&h, 5, copy, pcs_nblocks_word(&h, 5, copy, b),
+								   &got) != PCS_SOUND || got != b)
+				round_trips = false;
+		}
 	}
-	if (pcs_nblocks_decode(&h, 5, pcs_nblocks_word(&h, 5, RELSEG_SIZE), &n) != PCS_SOUND ||
+	if (pcs_nblocks_decode(&h, 5, 0, pcs_nblocks_word(&h, 5, 0, RELSEG_SIZE), &n) != PCS_SOUND ||
 		n != RELSEG_SIZE)
 		round_trips = false;
 	check(round_trips, "block counts up to RELSEG_SIZE round-trip through the word");
 
-	pg_atomic_write_u64(&h.nblocks, pcs_nblocks_word(&h, 5, 4242));
+	pg_atomic_write_u64(&h.nblocks[0].word, pcs_nblocks_word(&h, 5, 0, 4242));
 	check(every_byte_change_caught(&h, offsetof(PcsHeader, nblocks), nblocks_sound),
 		  "every change of one byte of the block count word is caught");
-	check(pcs_nblocks_decode(&h, 5, 0, &n) != PCS_SOUND, "a zeroed block count word is caught");
-	check(pcs_nblocks_decode(&h, 6, pg_atomic_read_u64(&h.nblocks), &n) != PCS_SOUND,
+	check(pcs_nblocks_decode(&h, 5, 0, 0, &n) != PCS_SOUND, "a zeroed block count word is caught");
+	check(pcs_nblocks_decode(&h, 6, 0, pg_atomic_read_u64(&h.nblocks[0].word), &n) != PCS_SOUND,
 		  "the word of another segment of the fork is caught");
+	check(pcs_nblocks_decode(&h, 5, 1, pg_atomic_read_u64(&h.nblocks[0].word), &n) != PCS_SOUND,
+		  "the first copy in the place of the second is caught");
 	pcs_header_init(&other, PCS_ALGO_LZ4, 0, 5);
-	check(pcs_nblocks_decode(&other, 5, pg_atomic_read_u64(&h.nblocks), &n) != PCS_SOUND,
+	check(pcs_nblocks_decode(&other, 5, 0, pg_atomic_read_u64(&h.nblocks[0].word), &n) != PCS_SOUND,
 		  "the word of a segment with other settings is caught");
-	check(pcs_nblocks_decode(&h, 5, pcs_alloc_word(&h, 5, 0, ~(uint32) 4242), &n) != PCS_SOUND,
+	check(pcs_nblocks_decode(&h, 5, 0, pcs_alloc_word(&h, 5, 0, ~(uint32) 4242), &n) != PCS_SOUND,
 		  "an allocation word in the block count's place is caught");
-	word = pcs_nblocks_word(&h, 5, RELSEG_SIZE + 1);
-	check(pcs_nblocks_decode(&h, 5, word, &n) != PCS_SOUND,
+	word = pcs_nblocks_word(&h, 5, 0, RELSEG_SIZE + 1);
+	check(pcs_nblocks_decode(&h, 5, 0, word, &n) != PCS_SOUND,
 		  "a block count past RELSEG_SIZE is caught, even with a matching check");
+}
+
+/* The two copies of the block count: one damaged copy costs nothing */
+static void
+test_nblocks_copies(void)
+{
+	PcsHeader	h;
+	BlockNumber n = 0;
+	int			sound = 0;
+
+	pcs_header_init(&h, PCS_ALGO_ZSTD, 3, 5);
+	check(pcs_header_nblocks_copies(&h) == 2 &&
+		  offsetof(PcsHeader, alloc) / PCS_SECTOR_SIZE == 1 &&
+		  offsetof(PcsHeader, nblocks[0]) / PCS_SECTOR_SIZE == 2 &&
+		  offsetof(PcsHeader, nblocks[1]) / PCS_SECTOR_SIZE == 3,
+		  "each shared word of a new header has a sector of its own");
+	pg_atomic_write_u64(&h.nblocks[0].word, pcs_nblocks_word(&h, 5, 0, 900));
+	pg_atomic_write_u64(&h.nblocks[1].word, pcs_nblocks_word(&h, 5, 1, 900));
+	check(pcs_nblocks_read(&h, 5, &n, &sound) == PCS_SOUND && n == 900 && sound == 2,
+		  "two equal copies give the count");
+	pg_atomic_write_u64(&h.nblocks[1].word, pg_atomic_read_u64(&h.nblocks[1].word) ^ 0x100);
+	check(pcs_nblocks_read(&h, 5, &n, &sound) == PCS_SOUND && n == 900 && sound == 1,
+		  "a damaged second copy leaves the first, and says so");
+	pg_atomic_write_u64(&h.nblocks[1].word, pcs_nblocks_word(&h, 5, 1, 900));
+	pg_atomic_write_u64(&h.nblocks[0].word, 0);
+	check(pcs_nblocks_read(&h, 5, &n, &sound) == PCS_SOUND && n == 900 && sound == 1,
+		  "a zeroed first copy leaves the second");
+	pg_atomic_write_u64(&h.nblocks[0].word, pcs_nblocks_word(&h, 5, 0, 901));
+	check(pcs_nblocks_read(&h, 5, &n, &sound) == PCS_SOUND && n == 901 && sound == 2,
+		  "of two sound copies that differ, the larger counts (a raise in progress)");
+	pg_atomic_write_u64(&h.nblocks[1].word, 0);
+	pg_atomic_write_u64(&h.nblocks[0].word, 1);
+	check(pcs_nblocks_read(&h, 5, &n, &sound) == PCS_NBLOCKS_BAD_CRC && sound == 0,
+		  "two damaged copies are a problem");
+}
+
+/* The generation word: round trip, damage and a zero word fail */
+static void
+test_generation_word(void)
+{
+	PcsHeader	h;
+	uint32		g = 0;
+	uint64		word;
+
+	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 5);
+	check(!pcs_generation_decode(&h, 5, pg_atomic_read_u64(&h.alloc.second), &g),
+		  "a new segment's generation word names no generation");
+	word = pcs_generation_word(&h, 5, 0x12345678);
+	check(pcs_generation_decode(&h, 5, word, &g) && g == 0x12345678,
+		  "a generation round-trips through its word");
+	check(!pcs_generation_decode(&h, 5, word ^ 0x10000, &g) &&
+		  !pcs_generation_decode(&h, 5, word ^ 1, &g) &&
+		  !pcs_generation_decode(&h, 4, word, &g),
+		  "a damaged generation word, or another segment's, fails the check");
+}
+
+/* Format 2 segments stay readable: their layout, their units */
+static void
+test_version_2(void)
+{
+	PcsHeader	h;
+	BlockNumber n = 0;
+	int			sound = 0;
+	uint32		next = 0;
+	PcsMapEntry e;
+
+	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 0);
+	memset(&h.alloc, 0, sizeof(h.alloc));
+	memset(&h.nblocks, 0, sizeof(h.nblocks));
+	h.version = PCS_FORMAT_VERSION_2;
+	h.unit_shift = PCS_V2_UNIT_SHIFT;
+	reseal_header(&h);
+	check(pcs_header_check(&h) == PCS_SOUND && pcs_header_other_version(&h) == 0,
+		  "a format 2 header with 512-byte units is read");
+	check(pcs_header_nblocks_copies(&h) == 1 &&
+		  pcs_header_nblocks(&h, 0) == &h.v2_nblocks &&
+		  pcs_header_alloc(&h) == &h.v2_alloc,
+		  "its shared words are found in its first sector");
+	pg_atomic_write_u64(&h.v2_nblocks, pcs_nblocks_word(&h, 0, 0, 77));
+	pg_atomic_write_u64(&h.v2_alloc, pcs_alloc_word(&h, 0, 9, 400));
+	check(pcs_nblocks_read(&h, 0, &n, &sound) == PCS_SOUND && n == 77 && sound == 1 &&
+		  pcs_alloc_decode(&h, 0, 9, pg_atomic_read_u64(pcs_header_alloc(&h)), &next) &&
+		  next == 400,
+		  "its block count and allocation word are read");
+	pcs_entry_set(&e, 3, 10, 1500, 3, 0, 1, PCS_V2_UNIT_SHIFT);
+	check(pcs_entry_check(&e, 3, 13, PCS_V2_UNIT_SHIFT) == PCS_SOUND &&
+		  pcs_entry_check(&e, 3, 13, PCS_UNIT_SHIFT) == PCS_ENTRY_BAD_UNITS,
+		  "an entry is judged by the units of its segment");
+
+	h.unit_shift = PCS_UNIT_SHIFT;
+	reseal_header(&h);
+	check(pcs_header_check(&h) == PCS_HEADER_BAD_SIZES,
+		  "a format 2 header with format 3's units is refused");
+	h.version = PCS_FORMAT_VERSION;
+	h.unit_shift = PCS_V2_UNIT_SHIFT;
+	reseal_header(&h);
+	check(pcs_header_check(&h) == PCS_HEADER_BAD_SIZES,
+		  "a format 3 header with format 2's units is refused");
+	h.version = PCS_FORMAT_VERSION + 1;
+	h.unit_shift = PCS_UNIT_SHIFT;
+	reseal_header(&h);
+	check(pcs_header_check(&h) == PCS_HEADER_BAD_VERSION &&
+		  pcs_header_other_version(&h) == PCS_FORMAT_VERSION + 1,
+		  "an intact header of a later version is refused as such");
 }
 
 /* Is the allocation word of h sound for segment 5 and generation 77? */
@@ -222,7 +345,7 @@ alloc_sound(const PcsHeader *h)
 {
 	uint32		next;
 
-	return pcs_alloc_decode(h, 5, 77, pg_atomic_read_u64(unconstify(pg_atomic_uint64 *, &h->alloc)),
+	return pcs_alloc_decode(h, 5, 77, pg_atomic_read_u64(unconstify(pg_atomic_uint64 *, &h->alloc.word)),
 							&next);
 }
 
@@ -236,16 +359,16 @@ test_alloc_word(void)
 	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 5);
 	check(!alloc_sound(&h),
 		  "a new segment's allocation word belongs to no generation");
-	pg_atomic_write_u64(&h.alloc, pcs_alloc_word(&h, 5, 77, 123456));
-	check(pcs_alloc_decode(&h, 5, 77, pg_atomic_read_u64(&h.alloc), &next) &&
+	pg_atomic_write_u64(&h.alloc.word, pcs_alloc_word(&h, 5, 77, 123456));
+	check(pcs_alloc_decode(&h, 5, 77, pg_atomic_read_u64(&h.alloc.word), &next) &&
 		  next == 123456, "the next free unit round-trips through the word");
-	check((uint32) pg_atomic_read_u64(&h.alloc) == 123456,
+	check((uint32) pg_atomic_read_u64(&h.alloc.word) == 123456,
 		  "the next free unit is the low half of the word, as tools read it");
-	check(!pcs_alloc_decode(&h, 5, 78, pg_atomic_read_u64(&h.alloc), &next),
+	check(!pcs_alloc_decode(&h, 5, 78, pg_atomic_read_u64(&h.alloc.word), &next),
 		  "the word of an earlier generation fails the check");
-	check(!pcs_alloc_decode(&h, 4, 77, pg_atomic_read_u64(&h.alloc), &next),
+	check(!pcs_alloc_decode(&h, 4, 77, pg_atomic_read_u64(&h.alloc.word), &next),
 		  "the word of another segment fails the check");
-	check(every_byte_change_caught(&h, offsetof(PcsHeader, alloc), alloc_sound),
+	check(every_byte_change_caught(&h, offsetof(PcsHeader, alloc.word), alloc_sound),
 		  "every change of one byte of the allocation word is caught");
 }
 
@@ -258,13 +381,14 @@ test_entry(void)
 	bool		all_caught = true;
 
 	memset(&empty, 0, sizeof(empty));
-	check(pcs_entry_is_empty(&empty) && pcs_entry_check(&empty, 7, 0) == PCS_SOUND,
+	check(pcs_entry_is_empty(&empty) && pcs_entry_check(&empty, 7, 0, PCS_UNIT_SHIFT) == PCS_SOUND,
 		  "an all-zero entry is an empty block");
 
-	pcs_entry_set(&e, 7, 100, 1000, pcs_units_to_allocate(1000, true), 0, 0xdeadbeef);
-	check(pcs_entry_check(&e, 7, 200) == PCS_SOUND, "a new entry passes its check");
-	check(pcs_entry_check(&e, 8, 200) != PCS_SOUND, "an entry in the wrong slot is caught");
-	check(pcs_entry_check(&e, 7, 101) != PCS_SOUND,
+	pcs_entry_set(&e, 7, 100, 1000, pcs_units_to_allocate(1000, true, PCS_UNIT_SHIFT), 0,
+				  0xdeadbeef, PCS_UNIT_SHIFT);
+	check(pcs_entry_check(&e, 7, 200, PCS_UNIT_SHIFT) == PCS_SOUND, "a new entry passes its check");
+	check(pcs_entry_check(&e, 8, 200, PCS_UNIT_SHIFT) != PCS_SOUND, "an entry in the wrong slot is caught");
+	check(pcs_entry_check(&e, 7, 101, PCS_UNIT_SHIFT) != PCS_SOUND,
 		  "an entry pointing past the allocated units is caught");
 
 	for (size_t i = 0; i < sizeof(e); i++)
@@ -274,20 +398,35 @@ test_entry(void)
 			PcsMapEntry bad = e;
 
 			((unsigned char *) &bad)[i] ^= 1 << bit;
-			if (pcs_entry_check(&bad, 7, 200) == PCS_SOUND)
+			if (pcs_entry_check(&bad, 7, 200, PCS_UNIT_SHIFT) == PCS_SOUND)
 				all_caught = false;
 		}
 	}
 	check(all_caught, "every single-bit flip of an entry is caught");
 
-	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1);
-	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS) == PCS_SOUND, "a raw entry passes its check");
+	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1, PCS_UNIT_SHIFT);
+	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS, PCS_UNIT_SHIFT) == PCS_SOUND, "a raw entry passes its check");
 
-	pcs_entry_set(&e, 3, 0, 1000, 2, PCS_ENTRY_SHUFFLED, 1);
-	check(pcs_entry_check(&e, 3, 2) == PCS_SOUND, "a shuffled entry passes its check");
+	pcs_entry_set(&e, 3, 0, 1000, 8, PCS_ENTRY_SHUFFLED, 1, PCS_UNIT_SHIFT);
+	check(pcs_entry_check(&e, 3, 8, PCS_UNIT_SHIFT) == PCS_SOUND, "a shuffled entry passes its check");
+
+	/* a dictionary number, which no build writes yet, with a matching CRC */
+	e.flags |= 0x10;
+	{
+		pg_crc32c	crc;
+		BlockNumber segblock = 3;
+
+		INIT_CRC32C(crc);
+		COMP_CRC32C(crc, &e, offsetof(PcsMapEntry, entry_crc));
+		COMP_CRC32C(crc, &segblock, sizeof(segblock));
+		FIN_CRC32C(crc);
+		e.entry_crc = crc;
+	}
+	check(pcs_entry_check(&e, 3, 8, PCS_UNIT_SHIFT) == PCS_ENTRY_BAD_FLAGS,
+		  "an entry naming a dictionary is refused by a build without them");
 
 	/* a raw entry marked as shuffled, with an entry CRC that matches */
-	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1);
+	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1, PCS_UNIT_SHIFT);
 	e.flags |= PCS_ENTRY_SHUFFLED;
 	{
 		pg_crc32c	crc;
@@ -299,7 +438,7 @@ test_entry(void)
 		FIN_CRC32C(crc);
 		e.entry_crc = crc;
 	}
-	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS) == PCS_ENTRY_RAW_SHUFFLED,
+	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS, PCS_UNIT_SHIFT) == PCS_ENTRY_RAW_SHUFFLED,
 		  "a raw entry marked as shuffled is refused");
 }
 
@@ -312,18 +451,18 @@ test_allocation(void)
 
 	for (int len = 1; len < BLCKSZ; len++)
 	{
-		int			first = pcs_units_to_allocate(len, false);
-		int			grown = pcs_units_to_allocate(len, true);
+		int			first = pcs_units_to_allocate(len, false, PCS_UNIT_SHIFT);
+		int			grown = pcs_units_to_allocate(len, true, PCS_UNIT_SHIFT);
 
-		if (first != pcs_units_for(len))
+		if (first != pcs_units_for(len, PCS_UNIT_SHIFT))
 			exact = false;
-		if (grown < pcs_units_for(len) + 1 || grown > PCS_MAX_UNITS)
+		if (grown < pcs_units_for(len, PCS_UNIT_SHIFT) + 1 || grown > PCS_MAX_UNITS)
 			slack = false;
 	}
 	check(exact, "a block's first image gets exactly the units it needs");
 	check(slack, "a grown image gets at least one unit of slack, within bounds");
-	check(pcs_units_to_allocate(BLCKSZ, true) == PCS_RAW_UNITS &&
-		  pcs_units_to_allocate(BLCKSZ, false) == PCS_RAW_UNITS,
+	check(pcs_units_to_allocate(BLCKSZ, true, PCS_UNIT_SHIFT) == PCS_RAW_UNITS &&
+		  pcs_units_to_allocate(BLCKSZ, false, PCS_UNIT_SHIFT) == PCS_RAW_UNITS,
 		  "raw images get no slack");
 }
 
@@ -343,12 +482,12 @@ test_codec(PcsAlgorithm algo)
 	memset(page, 0, BLCKSZ);
 	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags, NULL);
 	snprintf(msg, sizeof(msg), "%s: a zero page compresses to one unit, unshuffled", name);
-	check(len > 0 && pcs_units_for(len) == 1 && flags == 0, msg);
+	check(len > 0 && pcs_units_for(len, PCS_UNIT_SHIFT) == 1 && flags == 0, msg);
 
 	make_text_page(page, 42);
 	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags, NULL);
 	snprintf(msg, sizeof(msg), "%s: a text page compresses and saves units", name);
-	check(len > 0 && pcs_units_for(len) < PCS_RAW_UNITS, msg);
+	check(len > 0 && pcs_units_for(len, PCS_UNIT_SHIFT) < PCS_RAW_UNITS, msg);
 	snprintf(msg, sizeof(msg), "%s: it decompresses to the same page", name);
 	check(len > 0 && pcs_decode_image(algo, flags, comp, len, back) == PCS_SOUND &&
 		  memcmp(page, back, BLCKSZ) == 0, msg);
@@ -520,11 +659,11 @@ test_choice(void)
 		plain = ZSTD_compress(comp, sizeof(comp), page, BLCKSZ, 1);
 		after = ZSTD_compress(comp, sizeof(comp), shuffled, BLCKSZ, 1);
 		if (ZSTD_isError(plain) || ZSTD_isError(after) ||
-			pcs_units_for((int) after) <= pcs_units_for((int) plain))
+			pcs_units_for((int) after, PCS_UNIT_SHIFT) <= pcs_units_for((int) plain, PCS_UNIT_SHIFT))
 			shuffle_hurts = false;
 		len = pcs_compress_page(PCS_ALGO_ZSTD, 1, page, comp, sizeof(comp),
 								&flags, NULL);
-		if (len < 0 || pcs_units_for(len) > pcs_units_for((int) plain) ||
+		if (len < 0 || pcs_units_for(len, PCS_UNIT_SHIFT) > pcs_units_for((int) plain, PCS_UNIT_SHIFT) ||
 			flags != 0 ||
 			pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back) != PCS_SOUND ||
 			memcmp(back, page, BLCKSZ) != 0)
@@ -618,7 +757,7 @@ test_shuffle(void)
 		size_t		after = ZSTD_compress(out, sizeof(out), shuffled, BLCKSZ, 1);
 
 		check(!ZSTD_isError(plain) && !ZSTD_isError(after) &&
-			  pcs_units_for((int) after) * 2 <= pcs_units_for((int) plain),
+			  pcs_units_for((int) after, PCS_UNIT_SHIFT) * 2 <= pcs_units_for((int) plain, PCS_UNIT_SHIFT),
 			  "shuffled, it takes at most half the units zstd needs for it as it is");
 	}
 #endif
@@ -896,7 +1035,7 @@ test_split(void)
 		size_t		after = ZSTD_compress(out, sizeof(out), image, BLCKSZ, 1);
 
 		check(!ZSTD_isError(plain) && !ZSTD_isError(after) &&
-			  pcs_units_for((int) after) * 3 <= pcs_units_for((int) plain) * 2,
+			  pcs_units_for((int) after, PCS_UNIT_SHIFT) * 3 <= pcs_units_for((int) plain, PCS_UNIT_SHIFT) * 2,
 			  "split, it takes at most two thirds of the units zstd needs for it as it is");
 	}
 #endif
@@ -989,17 +1128,17 @@ test_split(void)
 		const uint8 both[] = {PCS_ENTRY_RAW, PCS_ENTRY_SHUFFLED};
 		bool		refused = true;
 
-		pcs_entry_set(&e, 3, 0, 1000, 2, PCS_ENTRY_SPLIT, 1);
-		check(pcs_entry_check(&e, 3, 2) == PCS_SOUND, "a split entry passes its check");
+		pcs_entry_set(&e, 3, 0, 1000, 8, PCS_ENTRY_SPLIT, 1, PCS_UNIT_SHIFT);
+		check(pcs_entry_check(&e, 3, 8, PCS_UNIT_SHIFT) == PCS_SOUND, "a split entry passes its check");
 		for (int i = 0; i < lengthof(both); i++)
 		{
 			if (both[i] == PCS_ENTRY_RAW)
-				pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1);
+				pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1, PCS_UNIT_SHIFT);
 			else
-				pcs_entry_set(&e, 3, 0, 1000, 2, PCS_ENTRY_SHUFFLED, 1);
+				pcs_entry_set(&e, 3, 0, 1000, 8, PCS_ENTRY_SHUFFLED, 1, PCS_UNIT_SHIFT);
 			e.flags |= PCS_ENTRY_SPLIT;
 			reseal_entry(&e, 3);
-			if (pcs_entry_check(&e, 3, PCS_RAW_UNITS) == PCS_SOUND)
+			if (pcs_entry_check(&e, 3, PCS_RAW_UNITS, PCS_UNIT_SHIFT) == PCS_SOUND)
 				refused = false;
 		}
 		check(refused, "entries marked split and raw, or split and shuffled, are refused");
@@ -1024,7 +1163,7 @@ static bool
 page_compresses(const char *page, bool thorough)
 {
 	char		out[2 * BLCKSZ];
-	const int	limit = BLCKSZ - PCS_UNIT_SIZE;
+	const int	limit = BLCKSZ - PCS_MIN_SAVING;
 
 	{
 		const int	levels[] = {1, 3, 19};
@@ -1281,6 +1420,9 @@ main(void)
 	test_header();
 	test_other_version();
 	test_nblocks_word();
+	test_nblocks_copies();
+	test_generation_word();
+	test_version_2();
 	test_alloc_word();
 	test_entry();
 	test_allocation();

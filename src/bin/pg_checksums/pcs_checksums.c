@@ -80,11 +80,11 @@ pcs_read_page(int fd, const char *fn, const PcsHeader *header,
 	PGAlignedBlock image;
 	PcsProblem	problem;
 
-	problem = pcs_entry_check(entry, segblock, unit_limit);
+	problem = pcs_entry_check(entry, segblock, unit_limit, header->unit_shift);
 	if (problem != PCS_SOUND)
 		return problem;
 	if (pcs_read_at(fd, fn, image.data, entry->stored,
-					pcs_unit_offset(entry->first_unit)) != entry->stored)
+					pcs_unit_offset(entry->first_unit, header->unit_shift)) != entry->stored)
 		return PCS_IMAGE_CUT_SHORT;
 	if (pcs_data_crc(image.data, entry->stored) != entry->data_crc)
 		return PCS_IMAGE_BAD_CRC;
@@ -112,7 +112,9 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 	struct stat st;
 	const char *problem = NULL;
 	PcsProblem	format_problem = PCS_SOUND;
-	BlockNumber nblocks;
+	BlockNumber nblocks = 0;
+	int			sound_copies;
+	int			shift;
 	uint32		unit_limit;
 	uint32		next_unit;
 
@@ -126,14 +128,15 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 	else if (pcs_read_at(fd, fn, hbuf.data, sizeof(PcsHeader), 0) != sizeof(PcsHeader))
 		problem = _("The header is cut short.");
 	else if (pcs_header_other_version(header) != 0)
-		problem = psprintf(_("The file has format version %u; this build reads only version %u (it was made by another development build of pgstrata)."),
-						   header->version, PCS_FORMAT_VERSION);
+		problem = psprintf(_("The file has format version %u; this build reads only versions %u and %u (it was made by another development build of pgstrata)."),
+						   header->version, PCS_FORMAT_VERSION_2,
+						   PCS_FORMAT_VERSION);
 	else
 		format_problem = pcs_header_check(header);
+	/* one sound copy of the block count is enough, as for the server */
 	if (problem == NULL && format_problem == PCS_SOUND)
-		format_problem = pcs_nblocks_decode(header, segmentno,
-											pg_atomic_read_u64(&header->nblocks),
-											&nblocks);
+		format_problem = pcs_nblocks_read(header, segmentno, &nblocks,
+										  &sound_copies);
 	if (format_problem != PCS_SOUND)
 		problem = _(pcs_problem_message(format_problem));
 	if (problem != NULL)
@@ -147,9 +150,15 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		return counts;
 	}
 
+	/* the server repairs it from the other copy at its next use */
+	if (sound_copies < pcs_header_nblocks_copies(header))
+		pg_log_warning("one copy of the block count in compressed segment \"%s\" is damaged; the other one is sound",
+					   fn);
+
 	/* Units past the end of the file are not there: entries must lie below */
-	unit_limit = (uint32) ((st.st_size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT);
-	next_unit = (uint32) ((st.st_size - PCS_DATA_OFFSET + PCS_UNIT_SIZE - 1) >> PCS_UNIT_SHIFT);
+	shift = header->unit_shift;
+	unit_limit = (uint32) ((st.st_size - PCS_DATA_OFFSET) >> shift);
+	next_unit = (uint32) ((st.st_size - PCS_DATA_OFFSET + (1 << shift) - 1) >> shift);
 
 	map = pg_malloc0(Max(nblocks, 1) * sizeof(PcsMapEntry));
 	if (nblocks > 0 &&
@@ -213,12 +222,12 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		src = len < 0 ? page.data : image.data;
 		if (len < 0)
 			len = BLCKSZ;
-		units = pcs_units_to_allocate(len, false);
+		units = pcs_units_to_allocate(len, false, shift);
 		if ((uint64) next_unit + units > PG_UINT32_MAX)
 			pg_fatal("compressed segment \"%s\" is full", fn);
-		pcs_write_at(fd, fn, src, len, pcs_unit_offset(next_unit));
+		pcs_write_at(fd, fn, src, len, pcs_unit_offset(next_unit, shift));
 		pcs_entry_set(&map[b], b, next_unit, len, units, image_flags,
-					  pcs_data_crc(src, len));
+					  pcs_data_crc(src, len), shift);
 		next_unit += units;
 		counts.blocks_written++;
 	}
@@ -230,7 +239,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		 * takes as the limit of sound entries and where it allocates next;
 		 * and the images must be durable before the map points to them.
 		 */
-		if (ftruncate(fd, pcs_unit_offset(next_unit)) != 0)
+		if (ftruncate(fd, pcs_unit_offset(next_unit, shift)) != 0)
 			pg_fatal("could not extend file \"%s\": %m", fn);
 		if (do_sync && fsync(fd) != 0)
 			pg_fatal("could not fsync file \"%s\": %m", fn);

@@ -53,12 +53,16 @@ typedef struct pg_atomic_uint64
 #define PCS_MAGIC			UINT64CONST(0x7FFFFFFF31534350)
 
 /*
- * Version 2 made the two shared words of the header self-checking.  Files
- * of version 1 were only ever made by development builds; they are refused
- * with a hint, not converted.
+ * Version 2 made the two shared words of the header self-checking.  Version
+ * 3 gave them sectors of their own, away from the fields that identify the
+ * file, kept the block count twice, added the generation word, and made
+ * units 128 bytes.  Segments of version 2 stay readable and writable, each
+ * with its own layout (PcsHeader); new segments are made in version 3.
+ * Files of version 1 were only ever made by development builds; they are
+ * refused with a hint, not converted.
  */
-#define PCS_FORMAT_VERSION	2
-
+#define PCS_FORMAT_VERSION	3
+#define PCS_FORMAT_VERSION_2	2
 /*
  * In a compressed tablespace's version directory: its settings, which new
  * relation forks take (README.pcs).  Frontend programs skip it.
@@ -80,12 +84,31 @@ typedef struct pg_atomic_uint64
 #define PCS_MAP_SIZE		((off_t) RELSEG_SIZE * PCS_ENTRY_SIZE)
 #define PCS_DATA_OFFSET		(PCS_MAP_OFFSET + PCS_MAP_SIZE)
 
-/* Allocation units of the data area */
-#define PCS_UNIT_SHIFT		9
+/*
+ * Allocation units of the data area: 128 bytes in version 3, 512 in version
+ * 2.  Code that works on a segment takes the unit size from its header
+ * (unit_shift); the codec and new segments use PCS_UNIT_SHIFT.
+ */
+#define PCS_UNIT_SHIFT		7
+#define PCS_V2_UNIT_SHIFT	9
 #define PCS_UNIT_SIZE		(1 << PCS_UNIT_SHIFT)
-#define PCS_RAW_UNITS		(BLCKSZ / PCS_UNIT_SIZE)
+#define PCS_RAW_UNITS		(BLCKSZ >> PCS_UNIT_SHIFT)
 /* a block never holds more units than raw plus the largest slack */
 #define PCS_MAX_UNITS		(PCS_RAW_UNITS + PCS_RAW_UNITS / 4)
+
+/*
+ * A page is stored compressed only if that saves at least this many bytes:
+ * below it (6% of a page) the space gained does not pay for the
+ * decompression every read of the page then costs, and pages of data that
+ * is compressed already (TOAST chunks of zstd or lz4 values) save about a
+ * hundred bytes of tuple headers.  pcs_page_incompressible() skips, untried,
+ * the pages that surely cannot save it.  It is the unit size of version 2,
+ * so pages that were stored raw there are stored raw in version 3 too.
+ */
+#define PCS_MIN_SAVING		512
+
+/* The header's sectors: each shared word has one to itself (version 3) */
+#define PCS_SECTOR_SIZE		512
 
 /* Compression algorithms; the values are stored on disk */
 typedef enum PcsAlgorithm
@@ -99,10 +122,18 @@ typedef enum PcsAlgorithm
 #define PCS_ZSTD_MAX_LEVEL		19
 #define PCS_ZSTD_DEFAULT_LEVEL	1
 
+/* A shared 64-bit header word alone in its 512-byte sector */
+typedef struct PcsSectorWord
+{
+	pg_atomic_uint64 word;
+	pg_atomic_uint64 second;	/* used by the allocation sector only */
+	char		pad[PCS_SECTOR_SIZE - 2 * sizeof(pg_atomic_uint64)];
+} PcsSectorWord;
+
 /*
  * The segment header.  The fields up to header_crc never change after the
- * segment is created and are covered by header_crc.  The two words after it
- * are shared, through a MAP_SHARED mapping, by every process using the
+ * segment is created and are covered by header_crc.  The shared words are
+ * shared, through a MAP_SHARED mapping, by every process using the
  * segment, and change with single 64-bit atomic operations; each carries its
  * own check in its high half, so that a damaged word is recognised wherever
  * it is read (README.pcs, "The shared words"):
@@ -113,15 +144,26 @@ typedef enum PcsAlgorithm
  *			written by an earlier server or is damaged; either way the next
  *			free unit is recomputed from the file (pcs.c, pcs_allocate()).
  *
- * nblocks:	complement of the segment's logical block count (low 32 bits)
- *			and CRC32C of the count and of the segment (high 32 bits).  A
- *			word that fails its check is an error: the count cannot be
- *			recomputed.  The complement makes a zeroed word invalid.
+ * generation (version 3): the server generation that last recomputed the
+ *			allocation word (low 32 bits) and its check (high 32 bits).  It
+ *			tells a new server, whose free space must be found again from
+ *			the map, from a damaged allocation word in a running one.
  *
- * Both words are 8-byte aligned inside the first 512-byte sector of the
- * file, and every store to them is one 64-bit store, so whatever the kernel
- * writes back, and whatever a sector write leaves after a crash, holds a
- * value and its own check.
+ * nblocks:	complement of the segment's logical block count (low 32 bits)
+ *			and CRC32C of the count, of the copy and of the segment (high 32
+ *			bits).  Version 3 keeps two copies in two sectors, written one
+ *			after the other; a reader takes the larger sound one, so one
+ *			damaged copy costs nothing.  The complement makes a zeroed word
+ *			invalid.
+ *
+ * Version 2 keeps alloc and one nblocks word at offsets 32 and 40, in the
+ * sector that identifies the file; version 3 leaves those bytes zero and
+ * gives each word a sector of its own, so that the words that change at
+ * every allocation never share a sector with the identity of the file.
+ * pcs_header_alloc() and pcs_header_nblocks() find them.  Every store to a
+ * word is one 64-bit store, so whatever the kernel writes back, and
+ * whatever a sector write leaves after a crash, holds a value and its own
+ * check.
  */
 typedef struct PcsHeader
 {
@@ -135,9 +177,36 @@ typedef struct PcsHeader
 	uint32		relseg_size;	/* RELSEG_SIZE likewise */
 	uint32		header_crc;		/* CRC32C of the fields above */
 	uint32		pad;
-	pg_atomic_uint64 alloc;		/* see above: pcs_alloc_word() */
-	pg_atomic_uint64 nblocks;	/* see above: pcs_nblocks_word() */
+	pg_atomic_uint64 v2_alloc;	/* version 2's allocation word */
+	pg_atomic_uint64 v2_nblocks;	/* version 2's block count word */
+	char		pad_identity[PCS_SECTOR_SIZE - 48];
+	PcsSectorWord alloc;		/* sector 1: allocation and generation */
+	PcsSectorWord nblocks[2];	/* sectors 2 and 3: the block count */
 } PcsHeader;
+
+/* Copies of the block count a segment of this header keeps */
+static inline int
+pcs_header_nblocks_copies(const PcsHeader *header)
+{
+	return header->version == PCS_FORMAT_VERSION_2 ? 1 : 2;
+}
+
+/* The allocation word of a segment */
+static inline pg_atomic_uint64 *
+pcs_header_alloc(PcsHeader *header)
+{
+	return header->version == PCS_FORMAT_VERSION_2 ?
+		&header->v2_alloc : &header->alloc.word;
+}
+
+/* Copy copy of the block count word of a segment */
+static inline pg_atomic_uint64 *
+pcs_header_nblocks(PcsHeader *header, int copy)
+{
+	Assert(copy >= 0 && copy < pcs_header_nblocks_copies(header));
+	return header->version == PCS_FORMAT_VERSION_2 ?
+		&header->v2_nblocks : &header->nblocks[copy].word;
+}
 
 /* Map entry flags */
 #define PCS_ENTRY_ALLOCATED		0x01	/* the block has units */
@@ -146,6 +215,14 @@ typedef struct PcsHeader
 #define PCS_ENTRY_SPLIT			0x08	/* compressed after the index split */
 #define PCS_ENTRY_KNOWN_FLAGS	(PCS_ENTRY_ALLOCATED | PCS_ENTRY_RAW | \
 								 PCS_ENTRY_SHUFFLED | PCS_ENTRY_SPLIT)
+/*
+ * The high four bits of the flags byte are reserved for the number of a
+ * compression dictionary (0: none).  No build writes one yet; a segment
+ * that uses them will say so with a header flag, which builds that do not
+ * know it refuse (pcs_header_check()), so an entry with these bits set is
+ * damage here.
+ */
+#define PCS_ENTRY_DICTIONARY	0xF0
 
 /*
  * One map entry per logical block; 32 fit in a 512-byte sector, so no entry
@@ -157,21 +234,25 @@ typedef struct PcsMapEntry
 	uint32		first_unit;		/* first unit of the image in the data area */
 	uint16		stored;			/* bytes of the image (BLCKSZ when raw) */
 	uint8		units;			/* units allocated, >= units stored */
-	uint8		flags;			/* PCS_ENTRY_* */
+	uint8		flags;			/* PCS_ENTRY_*, dictionary in the high bits */
 	uint32		data_crc;		/* CRC32C of the stored bytes */
 	uint32		entry_crc;		/* CRC32C of the above and the block number */
 } PcsMapEntry;
 
 StaticAssertDecl(sizeof(PcsMapEntry) == PCS_ENTRY_SIZE,
 				 "a map entry must be PCS_ENTRY_SIZE bytes");
-StaticAssertDecl(offsetof(PcsHeader, alloc) == 32 &&
-				 offsetof(PcsHeader, nblocks) == 40 &&
-				 sizeof(PcsHeader) == 48,
+StaticAssertDecl(offsetof(PcsHeader, v2_alloc) == 32 &&
+				 offsetof(PcsHeader, v2_nblocks) == 40 &&
+				 offsetof(PcsHeader, alloc) == PCS_SECTOR_SIZE &&
+				 offsetof(PcsHeader, nblocks) == 2 * PCS_SECTOR_SIZE &&
+				 sizeof(PcsHeader) == 4 * PCS_SECTOR_SIZE,
 				 "frontend and backend must agree on the header layout");
-StaticAssertDecl(sizeof(PcsHeader) <= 512,
-				 "the header must fit in one sector");
+StaticAssertDecl(sizeof(PcsHeader) <= PCS_HEADER_SIZE,
+				 "the header must fit in its block");
 StaticAssertDecl(PCS_MAX_UNITS <= PG_UINT8_MAX,
 				 "units allocated must fit in the entry");
+StaticAssertDecl(PCS_UNIT_SHIFT < PCS_V2_UNIT_SHIFT,
+				 "version 3 units are the smaller ones");
 
 /* Is the entry empty (a block without storage)? */
 static inline bool
@@ -182,18 +263,25 @@ pcs_entry_is_empty(const PcsMapEntry *entry)
 		entry->data_crc == 0 && entry->entry_crc == 0;
 }
 
-/* Units needed to hold len bytes */
+/* Units of 1 << shift bytes needed to hold len bytes */
 static inline int
-pcs_units_for(int len)
+pcs_units_for(int len, int shift)
 {
-	return (len + PCS_UNIT_SIZE - 1) >> PCS_UNIT_SHIFT;
+	return (len + (1 << shift) - 1) >> shift;
 }
 
-/* Byte offset of a unit in the segment file */
-static inline off_t
-pcs_unit_offset(uint32 unit)
+/* Units of 1 << shift bytes a raw block takes */
+static inline int
+pcs_raw_units(int shift)
 {
-	return PCS_DATA_OFFSET + ((off_t) unit << PCS_UNIT_SHIFT);
+	return BLCKSZ >> shift;
+}
+
+/* Byte offset of a unit of 1 << shift bytes in the segment file */
+static inline off_t
+pcs_unit_offset(uint32 unit, int shift)
+{
+	return PCS_DATA_OFFSET + ((off_t) unit << shift);
 }
 
 /*
@@ -247,6 +335,7 @@ typedef enum PcsProblem
 	PCS_HEADER_BAD_SIZES,
 	PCS_NBLOCKS_BAD_CRC,
 	PCS_NBLOCKS_OUT_OF_RANGE,
+	PCS_GENERATION_BAD_CRC,
 	PCS_ENTRY_BAD_CRC,
 	PCS_ENTRY_BAD_FLAGS,
 	PCS_ENTRY_BAD_LENGTH,
@@ -281,10 +370,16 @@ extern PcsProblem pcs_header_check(const PcsHeader *header);
 extern uint32 pcs_header_other_version(const PcsHeader *header);
 
 extern uint64 pcs_nblocks_word(const PcsHeader *header, BlockNumber segno,
-							   BlockNumber nblocks);
+							   int copy, BlockNumber nblocks);
 extern PcsProblem pcs_nblocks_decode(const PcsHeader *header,
-									 BlockNumber segno, uint64 word,
+									 BlockNumber segno, int copy, uint64 word,
 									 BlockNumber *nblocks);
+extern PcsProblem pcs_nblocks_read(PcsHeader *header, BlockNumber segno,
+								   BlockNumber *nblocks, int *sound_copies);
+extern uint64 pcs_generation_word(const PcsHeader *header, BlockNumber segno,
+								  uint32 generation);
+extern bool pcs_generation_decode(const PcsHeader *header, BlockNumber segno,
+								  uint64 word, uint32 *generation);
 extern uint64 pcs_alloc_word(const PcsHeader *header, BlockNumber segno,
 							 uint32 generation, uint32 next_unit);
 extern bool pcs_alloc_decode(const PcsHeader *header, BlockNumber segno,
@@ -293,10 +388,11 @@ extern bool pcs_alloc_decode(const PcsHeader *header, BlockNumber segno,
 
 extern void pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock,
 						  uint32 first_unit, int stored, int units,
-						  uint8 image_flags, uint32 data_crc);
+						  uint8 image_flags, uint32 data_crc, int shift);
 extern PcsProblem pcs_entry_check(const PcsMapEntry *entry,
-								  BlockNumber segblock, uint32 unit_limit);
-extern int	pcs_units_to_allocate(int stored, bool grown);
+								  BlockNumber segblock, uint32 unit_limit,
+								  int shift);
+extern int	pcs_units_to_allocate(int stored, bool grown, int shift);
 
 /*
  * What the codec has learnt about the pages of one segment, in one process:

@@ -44,9 +44,9 @@ cpu_us(void)
 static int
 stored_units(long len)
 {
-	if (len < 0 || pcs_units_for((int) len) >= PCS_RAW_UNITS)
+	if (len < 0 || pcs_units_for((int) len, PCS_UNIT_SHIFT) >= PCS_RAW_UNITS)
 		return PCS_RAW_UNITS;
-	return pcs_units_for((int) len);
+	return pcs_units_for((int) len, PCS_UNIT_SHIFT);
 }
 
 int

@@ -59,6 +59,7 @@ typedef struct PcsSegment
 								 * NULL while unmapped (pcs_limit_mappings) */
 	PcsMapEntry *map;			/* the map, inside that mapping */
 	BlockNumber segno;			/* its number within the fork */
+	int			shift;			/* log2 of its unit size, from its header */
 	uint32		capacity;		/* units the file is known to hold */
 	uint64		alloc_seen;		/* allocation word when capacity was read */
 	dlist_node	lru;			/* place in pcs_mapped, while mapped */
@@ -73,9 +74,9 @@ typedef struct PcsSegment
 #define PCS_FORMAT_COMPRESSED	2
 #define PCS_FORMAT_EMPTY		3	/* never stored: see pcs_fork_format() */
 
-/* Smallest and largest step by which a segment's data area grows */
-#define PCS_MIN_GROWTH_UNITS	((8 * 1024) >> PCS_UNIT_SHIFT)
-#define PCS_MAX_GROWTH_UNITS	((8 * 1024 * 1024) >> PCS_UNIT_SHIFT)
+/* Smallest and largest step by which a segment's data area grows, in bytes */
+#define PCS_MIN_GROWTH		(8 * 1024)
+#define PCS_MAX_GROWTH		(8 * 1024 * 1024)
 
 /* Tries at reading a map entry that a concurrent writer may be replacing */
 #define PCS_ENTRY_READ_TRIES	3
@@ -311,7 +312,7 @@ pcs_init_segment_file(File vfd, BlockNumber segno, PcsAlgorithm algorithm,
 static bool
 pcs_segment_is_unfinished(File vfd, BlockNumber segno, off_t size)
 {
-	char		head[PCS_UNIT_SIZE];
+	char		head[PCS_SECTOR_SIZE];
 
 	Assert(segno > 0);
 	if (size < PCS_DATA_OFFSET)
@@ -364,8 +365,9 @@ pcs_map_segment(PcsSegment *seg)
 		if (version != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("compressed segment file \"%s\" has format version %u, but this server reads only version %u",
-							FilePathName(seg->vfd), version, PCS_FORMAT_VERSION),
+					 errmsg("compressed segment file \"%s\" has format version %u, but this server reads only versions %u and %u",
+							FilePathName(seg->vfd), version,
+							PCS_FORMAT_VERSION_2, PCS_FORMAT_VERSION),
 					 errhint("Files of compressed tablespaces made by another development build of pgstrata cannot be read.  Dump the data with the build that made them and restore it here.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -376,6 +378,8 @@ pcs_map_segment(PcsSegment *seg)
 
 	seg->header = (PcsHeader *) mapping;
 	seg->map = (PcsMapEntry *) ((char *) mapping + PCS_MAP_OFFSET);
+	seg->shift = seg->header->unit_shift;
+	Assert(seg->shift == PCS_UNIT_SHIFT || seg->shift == PCS_V2_UNIT_SHIFT);
 	dlist_push_head(&pcs_mapped, &seg->lru);
 	pcs_num_mapped++;
 }
@@ -541,7 +545,6 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	seg = MemoryContextAllocZero(PcsCxt, sizeof(PcsSegment));
 	seg->vfd = vfd;
 	seg->segno = segno;
-	seg->capacity = (uint32) ((size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT);
 	pcs_limit_mappings();
 	PG_TRY();
 	{
@@ -554,7 +557,8 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	seg->alloc_seen = pg_atomic_read_u64(&seg->header->alloc);
+	seg->capacity = (uint32) ((size - PCS_DATA_OFFSET) >> seg->shift);
+	seg->alloc_seen = pg_atomic_read_u64(pcs_header_alloc(seg->header));
 	pcs_remember_segment(reln, forknum, segno, seg);
 	return seg;
 }
@@ -685,22 +689,24 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
 		return;
 
 	size = pcs_file_end(seg);
-	have = (uint32) ((size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT);
+	have = (uint32) ((size - PCS_DATA_OFFSET) >> seg->shift);
 	if (limit > have)
 	{
 		int			fd;
 		int			ret;
 
-		grow = Min(Max(have / 16, PCS_MIN_GROWTH_UNITS), PCS_MAX_GROWTH_UNITS);
+		grow = Min(Max(have / 16, PCS_MIN_GROWTH >> seg->shift),
+				   PCS_MAX_GROWTH >> seg->shift);
 		grow = Max(grow, limit - have);
 		/* the size read above may be stale by the time the file grows */
 		INJECTION_POINT("pcs-grow-before-allocate");
 		(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
 		fd = FileGetRawDesc(seg->vfd);
-		ret = pcs_fallocate(fd, pcs_unit_offset(have),
-							(off_t) grow << PCS_UNIT_SHIFT);
+		ret = pcs_fallocate(fd, pcs_unit_offset(have, seg->shift),
+							(off_t) grow << seg->shift);
 		if (ret == EOPNOTSUPP || ret == EINVAL)
-			ret = pcs_grow_by_writing(seg, fd, pcs_unit_offset(have + grow));
+			ret = pcs_grow_by_writing(seg, fd,
+									  pcs_unit_offset(have + grow, seg->shift));
 		if (ret != 0)
 			pcs_storage_failed(seg, ret);
 
@@ -794,7 +800,8 @@ pcs_map_high_water(PcsSegment *seg)
 			PcsMapEntry entry = seg->map[b];
 
 			if (!pcs_entry_is_empty(&entry) &&
-				pcs_entry_check(&entry, (BlockNumber) b, PG_UINT32_MAX) == PCS_SOUND)
+				pcs_entry_check(&entry, (BlockNumber) b, PG_UINT32_MAX,
+								seg->shift) == PCS_SOUND)
 				high = Max(high, entry.first_unit + entry.units);
 		}
 		pos = hole;
@@ -830,7 +837,8 @@ static uint32
 pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 {
 	uint32		gen = pcs_current_generation();
-	uint64		old = pg_atomic_read_u64(&seg->header->alloc);
+	pg_atomic_uint64 *word = pcs_header_alloc(seg->header);
+	uint64		old = pg_atomic_read_u64(word);
 	uint32		first;
 
 	for (;;)
@@ -839,7 +847,7 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 		{
 			off_t		size = pcs_file_end(seg);
 
-			first = (uint32) ((size - PCS_DATA_OFFSET + PCS_UNIT_SIZE - 1) >> PCS_UNIT_SHIFT);
+			first = (uint32) ((size - PCS_DATA_OFFSET + (1 << seg->shift) - 1) >> seg->shift);
 			first = Max(first, pcs_map_high_water(seg));
 		}
 		if ((uint64) first + units > PG_UINT32_MAX)
@@ -850,7 +858,7 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 					 errhint("Rewrite the relation with VACUUM FULL to reclaim its unused space.")));
 		/* the file holds the units before anybody can be given them */
 		pcs_ensure_capacity(reln, seg, first + units);
-		if (pg_atomic_compare_exchange_u64(&seg->header->alloc, &old,
+		if (pg_atomic_compare_exchange_u64(word, &old,
 										   pcs_alloc_word(seg->header, seg->segno,
 														  gen, first + units)))
 			break;
@@ -871,7 +879,7 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 static inline uint32
 pcs_unit_limit(PcsSegment *seg)
 {
-	uint64		word = pg_atomic_read_u64(&seg->header->alloc);
+	uint64		word = pg_atomic_read_u64(pcs_header_alloc(seg->header));
 	uint32		next;
 
 	if (pcs_alloc_decode(seg->header, seg->segno, pcs_current_generation(),
@@ -882,65 +890,133 @@ pcs_unit_limit(PcsSegment *seg)
 		off_t		size = pcs_file_end(seg);
 
 		seg->capacity = Max(seg->capacity,
-							(uint32) ((size - PCS_DATA_OFFSET) >> PCS_UNIT_SHIFT));
+							(uint32) ((size - PCS_DATA_OFFSET) >> seg->shift));
 		seg->alloc_seen = word;
 	}
 	return seg->capacity;
 }
 
-/* Raise ERRCODE_DATA_CORRUPTED for a damaged block count word */
-static void
-pcs_nblocks_corrupt(PcsSegment *seg, uint64 word, PcsProblem problem)
+/*
+ * The block count of a segment that has no sound copy of its count left:
+ * one past the highest block whose entry is sound and not empty.  Blocks
+ * after it that were only zero-extended read as zeros either way.  Entries
+ * past a lowered count are cleared right after it is lowered, and a
+ * truncation that a crash interrupted is repeated by redo.
+ */
+static BlockNumber
+pcs_nblocks_from_map(PcsSegment *seg)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_DATA_CORRUPTED),
-			 errmsg("invalid block count in compressed segment file \"%s\"",
-					FilePathName(seg->vfd)),
-			 errdetail("%s  The header word is %016llx.",
-					   _(pcs_problem_message(problem)),
-					   (unsigned long long) word)));
+	uint32		limit = pcs_unit_limit(seg);
+
+	for (BlockNumber b = RELSEG_SIZE; b > 0; b--)
+	{
+		PcsMapEntry entry = seg->map[b - 1];
+
+		if (!pcs_entry_is_empty(&entry) &&
+			pcs_entry_check(&entry, b - 1, limit, seg->shift) == PCS_SOUND)
+			return b;
+	}
+	return 0;
 }
 
 /*
- * Blocks of a segment.  The count cannot be recomputed (blocks without
- * storage have empty entries, and entries past the count mean nothing), so a
- * word that fails its check is an error, never a count of zero.
+ * Set every copy of a segment's block count to n: a truncation, which holds
+ * the relation's AccessExclusiveLock, so no extension runs meanwhile
  */
-static inline BlockNumber
+static void
+pcs_seg_store_nblocks(PcsSegment *seg, BlockNumber n)
+{
+	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
+		pg_atomic_write_u64(pcs_header_nblocks(seg->header, copy),
+							pcs_nblocks_word(seg->header, seg->segno, copy, n));
+}
+
+/*
+ * Replace the damaged copies of a segment's block count by n.  Each is
+ * replaced only if it still holds the damaged word (a compare-and-swap), so
+ * that a concurrent raise of the count is never undone.
+ */
+static void
+pcs_seg_repair_nblocks(PcsSegment *seg, BlockNumber n)
+{
+	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
+	{
+		pg_atomic_uint64 *word = pcs_header_nblocks(seg->header, copy);
+		uint64		old = pg_atomic_read_u64(word);
+		BlockNumber cur;
+
+		if (pcs_nblocks_decode(seg->header, seg->segno, copy, old,
+							   &cur) != PCS_SOUND)
+			(void) pg_atomic_compare_exchange_u64(word, &old,
+												  pcs_nblocks_word(seg->header,
+																   seg->segno,
+																   copy, n));
+	}
+}
+
+/*
+ * Blocks of a segment.  Version 3 keeps the count twice, in two sectors
+ * (pcs_nblocks_read() takes the larger sound copy), so one damaged copy is
+ * rewritten from the other with a WARNING, and the segment goes on working:
+ * a damaged count used to stop every checkpoint, shutdown and restart.
+ * When no copy is sound (or the one copy of a version 2 segment is not),
+ * the count is recovered from the map (pcs_nblocks_from_map()), also with a
+ * WARNING; that never makes a block that holds data disappear.
+ */
+static BlockNumber
 pcs_seg_nblocks(PcsSegment *seg)
 {
-	uint64		word = pg_atomic_read_u64(&seg->header->nblocks);
-	BlockNumber n;
+	BlockNumber n = 0;
+	int			sound;
 	PcsProblem	problem;
 
-	problem = pcs_nblocks_decode(seg->header, seg->segno, word, &n);
-	if (unlikely(problem != PCS_SOUND))
-		pcs_nblocks_corrupt(seg, word, problem);
+	problem = pcs_nblocks_read(seg->header, seg->segno, &n, &sound);
+	if (likely(sound == pcs_header_nblocks_copies(seg->header)))
+		return n;
+
+	if (problem != PCS_SOUND)
+		n = pcs_nblocks_from_map(seg);
+	ereport(WARNING,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("invalid block count in compressed segment file \"%s\", replaced by %u",
+					FilePathName(seg->vfd), n),
+			 problem == PCS_SOUND ?
+			 errdetail("One of the two copies of the block count was damaged; the other one was sound.") :
+			 errdetail("%s  The count was recovered from the blocks that have storage.",
+					   _(pcs_problem_message(problem)))));
+	pcs_seg_repair_nblocks(seg, n);
 	return n;
 }
 
-/* Raise a segment's block count to at least n */
+/*
+ * Raise a segment's block count to at least n: copy 0 first, then copy 1,
+ * each with a compare-and-swap so that of two concurrent raises the larger
+ * stays in both.
+ */
 static void
 pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
 {
-	uint64		old = pg_atomic_read_u64(&seg->header->nblocks);
-
 	Assert(n <= RELSEG_SIZE);
 
-	for (;;)
+	(void) pcs_seg_nblocks(seg);	/* every copy is sound from here on */
+	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
 	{
-		BlockNumber cur;
-		PcsProblem	problem;
+		pg_atomic_uint64 *word = pcs_header_nblocks(seg->header, copy);
+		uint64		old = pg_atomic_read_u64(word);
 
-		problem = pcs_nblocks_decode(seg->header, seg->segno, old, &cur);
-		if (problem != PCS_SOUND)
-			pcs_nblocks_corrupt(seg, old, problem);
-		if (cur >= n)
-			break;
-		if (pg_atomic_compare_exchange_u64(&seg->header->nblocks, &old,
-										   pcs_nblocks_word(seg->header,
-															seg->segno, n)))
-			break;
+		for (;;)
+		{
+			BlockNumber cur;
+
+			if (pcs_nblocks_decode(seg->header, seg->segno, copy, old,
+								   &cur) == PCS_SOUND && cur >= n)
+				break;
+			if (pg_atomic_compare_exchange_u64(word, &old,
+											   pcs_nblocks_word(seg->header,
+																seg->segno,
+																copy, n)))
+				break;
+		}
 	}
 }
 
@@ -1054,7 +1130,8 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	for (int tries = 0; tries < PCS_ENTRY_READ_TRIES; tries++)
 	{
 		entry = seg->map[segblock];
-		problem = pcs_entry_check(&entry, segblock, pcs_unit_limit(seg));
+		problem = pcs_entry_check(&entry, segblock, pcs_unit_limit(seg),
+								  seg->shift);
 		if (problem == PCS_SOUND)
 			break;
 		pg_usleep(1000L);
@@ -1069,7 +1146,7 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		/* a sound entry's image fits the staging block */
 		Assert(entry.stored > 0 && entry.stored <= BLCKSZ);
 		nread = FileRead(seg->vfd, image.data, entry.stored,
-						 pcs_unit_offset(entry.first_unit),
+						 pcs_unit_offset(entry.first_unit, seg->shift),
 						 WAIT_EVENT_DATA_FILE_READ);
 		if (nread < 0)
 			ereport(ERROR,
@@ -1189,8 +1266,9 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	nblocks = pcs_seg_nblocks(seg);
 	old = seg->map[segblock];
 	if (segblock < nblocks && !pcs_entry_is_empty(&old) &&
-		pcs_entry_check(&old, segblock, pcs_unit_limit(seg)) == PCS_SOUND &&
-		old.units >= pcs_units_for(len))
+		pcs_entry_check(&old, segblock, pcs_unit_limit(seg),
+						seg->shift) == PCS_SOUND &&
+		old.units >= pcs_units_for(len, seg->shift))
 	{
 		first = old.first_unit;
 		units = old.units;
@@ -1199,16 +1277,17 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	{
 		/* a block that had a sound allocation too small for it has grown */
 		bool		grown = !pcs_entry_is_empty(&old) &&
-			pcs_entry_check(&old, segblock, pcs_unit_limit(seg)) == PCS_SOUND;
+			pcs_entry_check(&old, segblock, pcs_unit_limit(seg),
+							seg->shift) == PCS_SOUND;
 
-		units = pcs_units_to_allocate(len, grown);
+		units = pcs_units_to_allocate(len, grown, seg->shift);
 		first = pcs_allocate(reln, seg, units);
 	}
 
 	/* the image fits its units, which lie inside the file */
-	Assert(len > 0 && len <= BLCKSZ && pcs_units_for(len) <= units);
+	Assert(len > 0 && len <= BLCKSZ && pcs_units_for(len, seg->shift) <= units);
 	Assert((uint64) first + units <= seg->capacity || first == old.first_unit);
-	if (FileWrite(seg->vfd, src, len, pcs_unit_offset(first),
+	if (FileWrite(seg->vfd, src, len, pcs_unit_offset(first, seg->shift),
 				  extend ? WAIT_EVENT_DATA_FILE_EXTEND : WAIT_EVENT_DATA_FILE_WRITE) != len)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -1220,7 +1299,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		INJECTION_POINT("pcs-write-relocate");
 
 	pcs_entry_set(&entry, segblock, first, len, units, image_flags,
-				  pcs_data_crc(src, len));
+				  pcs_data_crc(src, len), seg->shift);
 	seg->map[segblock] = entry;
 
 	if (extend && segblock >= nblocks)
@@ -1297,9 +1376,9 @@ pcs_fork_stats(SMgrRelation reln, ForkNumber forknum, PcsForkStats *stats)
 				stats->raw_pages++;
 		}
 		stats->logical_pages += nblocks;
-		stats->slack_bytes += (live_units << PCS_UNIT_SHIFT);
+		stats->slack_bytes += (live_units << seg->shift);
 		stats->garbage_bytes +=
-			((uint64) pcs_unit_limit(seg) - Min(live_units, pcs_unit_limit(seg))) << PCS_UNIT_SHIFT;
+			((uint64) pcs_unit_limit(seg) - Min(live_units, pcs_unit_limit(seg))) << seg->shift;
 		if (fstat(FileGetRawDesc(seg->vfd), &st) == 0)
 			stats->physical_bytes += (uint64) st.st_blocks * 512;
 		stats->segments++;
@@ -1481,7 +1560,7 @@ pcs_prefetch(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 		entry = seg->map[blkno % RELSEG_SIZE];
 		if (pcs_entry_is_empty(&entry))
 			continue;
-		start = pcs_unit_offset(entry.first_unit);
+		start = pcs_unit_offset(entry.first_unit, seg->shift);
 		if (seg == runseg && start >= runstart &&
 			start <= runend + PCS_COALESCE_GAP)
 		{
@@ -1549,9 +1628,9 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 			item->entry = seg->map[segblock + i];
 			if (pcs_entry_is_empty(&item->entry) ||
 				pcs_entry_check(&item->entry, segblock + i,
-								pcs_unit_limit(seg)) != PCS_SOUND)
+								pcs_unit_limit(seg), seg->shift) != PCS_SOUND)
 				continue;
-			item->start = pcs_unit_offset(item->entry.first_unit);
+			item->start = pcs_unit_offset(item->entry.first_unit, seg->shift);
 			item->len = item->entry.stored;
 			item->index = i;
 			nitems++;
@@ -1740,37 +1819,20 @@ pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
 		BlockNumber keep;
 		BlockNumber cur;
-		uint64		word;
-		PcsProblem	problem;
 
 		if (seg == NULL)
 			break;
 		keep = (nblocks > segno * RELSEG_SIZE) ?
 			Min(nblocks - segno * RELSEG_SIZE, RELSEG_SIZE) : 0;
-		word = pg_atomic_read_u64(&seg->header->nblocks);
-		problem = pcs_nblocks_decode(seg->header, seg->segno, word, &cur);
-		if (problem != PCS_SOUND)
-		{
-			/*
-			 * This runs in a critical section (RelationTruncate), where an
-			 * ERROR would be a PANIC.  The truncation sets the count anyway;
-			 * the caller's count says which entries to clear.
-			 */
-			ereport(WARNING,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("invalid block count in compressed segment file \"%s\", replaced by %u",
-							FilePathName(seg->vfd), keep),
-					 errdetail("%s  The header word is %016llx.",
-							   _(pcs_problem_message(problem)),
-							   (unsigned long long) word)));
-			cur = (old_blocks > segno * RELSEG_SIZE) ?
-				Min(old_blocks - segno * RELSEG_SIZE, RELSEG_SIZE) : 0;
-			cur = Max(cur, keep + 1);
-		}
+		/*
+		 * This runs in a critical section (RelationTruncate), where an ERROR
+		 * would be a PANIC; pcs_seg_nblocks() never raises one for the
+		 * count, and repairs a damaged copy with a WARNING.
+		 */
+		cur = pcs_seg_nblocks(seg);
 		if (cur > keep)
 		{
-			pg_atomic_write_u64(&seg->header->nblocks,
-								pcs_nblocks_word(seg->header, segno, keep));
+			pcs_seg_store_nblocks(seg, keep);
 			INJECTION_POINT("pcs-truncate");
 			pcs_seg_clear(seg, keep, cur);
 			pcs_register_dirty(reln, forknum, segno, seg);

@@ -51,8 +51,9 @@ static ZSTD_DCtx *pcs_zstd_dctx = NULL;
  * The transform is kept while it saves more than this many bytes per page
  * tried both ways, on average (decayed by 1/PCS_GAIN_DECAY per page), in
  * whole units, since bytes that do not add up to a unit are not stored: a
- * transformed image costs more to decode, and a transform that saves a
- * unit on fewer than one page in sixteen is not worth that.
+ * transformed image costs more to decode, and a transform that saves 512
+ * bytes on fewer than one page in sixteen (one 128-byte unit on fewer than
+ * one in four) is not worth that.
  */
 #define PCS_GAIN_MIN		32
 #define PCS_GAIN_DECAY		8
@@ -168,7 +169,7 @@ pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
 		len = pcs_compress_bytes(algorithm, level,
 								 how != 0 ? transformed.data : page,
 								 dest, capacity);
-		if (len < 0 || pcs_units_for(len) >= PCS_RAW_UNITS)
+		if (len < 0 || len > BLCKSZ - PCS_MIN_SAVING)
 			return -1;
 		*image_flags = how;
 		return len;
@@ -181,20 +182,20 @@ pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
 	if (state != NULL)
 	{
 		/* in whole units, which is what is stored */
-		int			saved = (pcs_units_for(len < 0 ? BLCKSZ : len) -
-							 pcs_units_for(tlen < 0 ? BLCKSZ : tlen)) * PCS_UNIT_SIZE;
+		int			saved = (pcs_units_for(len < 0 ? BLCKSZ : len, PCS_UNIT_SHIFT) -
+							 pcs_units_for(tlen < 0 ? BLCKSZ : tlen, PCS_UNIT_SHIFT)) * PCS_UNIT_SIZE;
 
 		state->gain += saved - state->gain / PCS_GAIN_DECAY;
 	}
 	if (tlen >= 0 &&
-		(len < 0 || pcs_units_for(tlen) < pcs_units_for(len)))
+		(len < 0 || pcs_units_for(tlen, PCS_UNIT_SHIFT) < pcs_units_for(len, PCS_UNIT_SHIFT)))
 	{
 		memcpy(dest, other.data, tlen);
 		len = tlen;
 	}
 	else
 		how = 0;
-	if (len < 0 || pcs_units_for(len) >= PCS_RAW_UNITS)
+	if (len < 0 || len > BLCKSZ - PCS_MIN_SAVING)
 		return -1;
 	*image_flags = how;
 	return len;

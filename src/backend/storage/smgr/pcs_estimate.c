@@ -38,7 +38,7 @@
  * storing it raw does.  So before zstd is asked, a cheaper test looks for
  * what zstd would need to save a unit.  A page is stored compressed only
  * when its image is at least one unit smaller than the page, at most
- * BLCKSZ - PCS_UNIT_SIZE bytes (7680 of 8192, 7.5 bits per byte), and zstd
+ * BLCKSZ - PCS_MIN_SAVING bytes (7680 of 8192, 7.5 bits per byte), and zstd
  * has two ways to get there.
  *
  * Coding bytes with fewer bits (its Huffman-coded literals): a code fixed for
@@ -208,7 +208,7 @@ pcs_page_incompressible(const char *page, char *scratch)
 	 * limit by more than lz4 saved; scaled by 8 * 2^16 to stay in integers.
 	 */
 	bound = (uint64) BLCKSZ * pcs_log2_fixed((uint64) BLCKSZ * BLCKSZ, s);
-	return bound > (uint64) 8 * 65536 * (BLCKSZ - PCS_UNIT_SIZE + saved);
+	return bound > (uint64) 8 * 65536 * (BLCKSZ - PCS_MIN_SAVING + saved);
 #else
 	return false;
 #endif

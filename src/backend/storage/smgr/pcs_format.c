@@ -78,9 +78,9 @@ pcs_header_crc(const PcsHeader *header)
 }
 
 /*
- * Fill in a new segment header (zeroed by the caller's buffer or not), for
- * segment segno of its fork: the check of the block count word covers the
- * segment number.
+ * Fill in a new segment header of the current format version, for segment
+ * segno of its fork: the checks of the shared words cover the segment
+ * number.
  */
 void
 pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm, int level,
@@ -95,9 +95,12 @@ pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm, int level,
 	header->blcksz = BLCKSZ;
 	header->relseg_size = RELSEG_SIZE;
 	header->header_crc = pcs_header_crc(header);
-	/* zero is no generation's word: the first allocation computes it */
-	pg_atomic_init_u64(&header->alloc, 0);
-	pg_atomic_init_u64(&header->nblocks, pcs_nblocks_word(header, segno, 0));
+	/* zero is no generation's word: the first allocation computes both */
+	pg_atomic_init_u64(&header->alloc.word, 0);
+	pg_atomic_init_u64(&header->alloc.second, 0);
+	for (int copy = 0; copy < pcs_header_nblocks_copies(header); copy++)
+		pg_atomic_init_u64(pcs_header_nblocks(header, copy),
+						   pcs_nblocks_word(header, segno, copy, 0));
 }
 
 /* The sentence of each problem, untranslated (gettext_noop) */
@@ -112,6 +115,7 @@ static const char *const pcs_problem_messages[] = {
 	[PCS_HEADER_BAD_SIZES] = gettext_noop("The segment was made by a build with another block, segment or unit size."),
 	[PCS_NBLOCKS_BAD_CRC] = gettext_noop("The checksum of the block count in the segment header does not match."),
 	[PCS_NBLOCKS_OUT_OF_RANGE] = gettext_noop("The block count in the segment header is out of range."),
+	[PCS_GENERATION_BAD_CRC] = gettext_noop("The checksum of the generation word in the segment header does not match."),
 	[PCS_ENTRY_BAD_CRC] = gettext_noop("The checksum of the block's map entry does not match."),
 	[PCS_ENTRY_BAD_FLAGS] = gettext_noop("The block's map entry has invalid flags."),
 	[PCS_ENTRY_BAD_LENGTH] = gettext_noop("The block's map entry has an invalid stored length."),
@@ -163,7 +167,8 @@ pcs_header_check(const PcsHeader *header)
 		return PCS_HEADER_BAD_MAGIC;
 	if (header->header_crc != pcs_header_crc(header))
 		return PCS_HEADER_BAD_CRC;
-	if (header->version != PCS_FORMAT_VERSION)
+	if (header->version != PCS_FORMAT_VERSION &&
+		header->version != PCS_FORMAT_VERSION_2)
 		return PCS_HEADER_BAD_VERSION;
 	if (header->algorithm != PCS_ALGO_ZSTD && header->algorithm != PCS_ALGO_LZ4)
 		return PCS_HEADER_BAD_ALGORITHM;
@@ -174,30 +179,38 @@ pcs_header_check(const PcsHeader *header)
 	/* no flag is defined in this format version: one set is not ours */
 	if (header->flags != 0)
 		return PCS_HEADER_BAD_FLAGS;
-	if (header->unit_shift != PCS_UNIT_SHIFT ||
+	if (header->unit_shift != (header->version == PCS_FORMAT_VERSION_2 ?
+							   PCS_V2_UNIT_SHIFT : PCS_UNIT_SHIFT) ||
 		header->blcksz != BLCKSZ || header->relseg_size != RELSEG_SIZE)
 		return PCS_HEADER_BAD_SIZES;
 	return PCS_SOUND;
 }
 
 /*
- * The format version of an intact header of another version, or 0.  Callers
- * use it to tell a file made by another build, which is refused with a hint,
- * from a damaged one: the version is covered by the header CRC.
+ * The format version of an intact header of a version this build cannot
+ * read, or 0.  Callers use it to tell a file made by another build, which is
+ * refused with a hint, from a damaged one: the version is covered by the
+ * header CRC.
  */
 uint32
 pcs_header_other_version(const PcsHeader *header)
 {
 	if (header->magic != PCS_MAGIC ||
 		header->header_crc != pcs_header_crc(header) ||
-		header->version == PCS_FORMAT_VERSION)
+		header->version == PCS_FORMAT_VERSION ||
+		header->version == PCS_FORMAT_VERSION_2)
 		return 0;
 	return header->version;
 }
 
-/* What the check of a shared header word covers; the kind keeps them apart */
+/*
+ * What the check of a shared header word covers; the kind keeps them apart,
+ * and the second copy of the block count has a kind of its own.
+ */
 #define PCS_WORD_NBLOCKS	0x4e	/* 'N' */
+#define PCS_WORD_NBLOCKS_2	0x6e	/* 'n' */
 #define PCS_WORD_ALLOC		0x41	/* 'A' */
+#define PCS_WORD_GENERATION	0x47	/* 'G' */
 
 /*
  * The check half of a shared header word: CRC32C of the value, of what kind
@@ -226,34 +239,107 @@ pcs_word_check(const PcsHeader *header, BlockNumber segno, uint32 kind,
 	return crc;
 }
 
-/* The block count word of segment segno holding nblocks */
+/* Copy copy of the block count word of segment segno holding nblocks */
 uint64
-pcs_nblocks_word(const PcsHeader *header, BlockNumber segno,
+pcs_nblocks_word(const PcsHeader *header, BlockNumber segno, int copy,
 				 BlockNumber nblocks)
 {
-	uint32		check = pcs_word_check(header, segno, PCS_WORD_NBLOCKS, 0,
-									   nblocks);
+	uint32		check = pcs_word_check(header, segno,
+									   copy == 0 ? PCS_WORD_NBLOCKS : PCS_WORD_NBLOCKS_2,
+									   0, nblocks);
 
+	Assert(copy == 0 || copy == 1);
 	return ((uint64) check << 32) | (uint32) ~nblocks;
 }
 
 /*
- * Read the block count of segment segno out of its word.  PCS_SOUND if the word
- * is sound, else what is wrong with it (and *nblocks is not set).
+ * Read the block count of segment segno out of copy copy of its word.
+ * PCS_SOUND if the word is sound, else what is wrong with it (and *nblocks
+ * is not set).
  */
 PcsProblem
-pcs_nblocks_decode(const PcsHeader *header, BlockNumber segno, uint64 word,
-				   BlockNumber *nblocks)
+pcs_nblocks_decode(const PcsHeader *header, BlockNumber segno, int copy,
+				   uint64 word, BlockNumber *nblocks)
 {
 	BlockNumber n = ~(uint32) word;
 
 	if ((uint32) (word >> 32) !=
-		pcs_word_check(header, segno, PCS_WORD_NBLOCKS, 0, n))
+		pcs_word_check(header, segno,
+					   copy == 0 ? PCS_WORD_NBLOCKS : PCS_WORD_NBLOCKS_2, 0, n))
 		return PCS_NBLOCKS_BAD_CRC;
 	if (n > RELSEG_SIZE)
 		return PCS_NBLOCKS_OUT_OF_RANGE;
 	*nblocks = n;
 	return PCS_SOUND;
+}
+
+/*
+ * The block count of a segment from every copy its header keeps: the larger
+ * of the sound copies.  Writers store copy 0, then copy 1, each only ever
+ * raised while the server runs and lowered only by a truncation, which redo
+ * repeats after a crash; so the larger sound copy is a count that one
+ * single word could have held at that moment, whether a reader meets a
+ * write between the two stores or a crash left one sector older than the
+ * other.  *sound_copies says how many copies were sound (callers repair the
+ * others).  When none is, the problem of copy 0 is returned.
+ */
+PcsProblem
+pcs_nblocks_read(PcsHeader *header, BlockNumber segno, BlockNumber *nblocks,
+				 int *sound_copies)
+{
+	PcsProblem	first_problem = PCS_SOUND;
+	bool		found = false;
+
+	*sound_copies = 0;
+	for (int copy = 0; copy < pcs_header_nblocks_copies(header); copy++)
+	{
+		BlockNumber n;
+		PcsProblem	problem;
+
+		problem = pcs_nblocks_decode(header, segno, copy,
+									 pg_atomic_read_u64(pcs_header_nblocks(header, copy)),
+									 &n);
+		if (problem != PCS_SOUND)
+		{
+			if (copy == 0)
+				first_problem = problem;
+			continue;
+		}
+		(*sound_copies)++;
+		if (!found || n > *nblocks)
+			*nblocks = n;
+		found = true;
+	}
+	return found ? PCS_SOUND : first_problem;
+}
+
+/* The generation word of segment segno naming generation */
+uint64
+pcs_generation_word(const PcsHeader *header, BlockNumber segno,
+					uint32 generation)
+{
+	uint32		check = pcs_word_check(header, segno, PCS_WORD_GENERATION, 0,
+									   generation);
+
+	return ((uint64) check << 32) | generation;
+}
+
+/*
+ * Read the generation out of a generation word: false if the word is not
+ * sound (a zero word, as a new segment has, is not).
+ */
+bool
+pcs_generation_decode(const PcsHeader *header, BlockNumber segno,
+					  uint64 word, uint32 *generation)
+{
+	uint32		g = (uint32) word;
+
+	if (word == 0 ||
+		(uint32) (word >> 32) !=
+		pcs_word_check(header, segno, PCS_WORD_GENERATION, 0, g))
+		return false;
+	*generation = g;
+	return true;
 }
 
 /* The allocation word of segment segno: next_unit, handed out by generation */
@@ -301,13 +387,18 @@ pcs_entry_crc(const PcsMapEntry *entry, BlockNumber segblock)
 	return crc;
 }
 
-/* Fill in the entry of block segblock (block number within its segment) */
+/*
+ * Fill in the entry of block segblock (block number within its segment), in
+ * a segment of units of 1 << shift bytes
+ */
 void
 pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock, uint32 first_unit,
-			  int stored, int units, uint8 image_flags, uint32 data_crc)
+			  int stored, int units, uint8 image_flags, uint32 data_crc,
+			  int shift)
 {
 	Assert(stored > 0 && stored <= BLCKSZ);
-	Assert(units >= pcs_units_for(stored) && units <= PCS_MAX_UNITS);
+	Assert(units >= pcs_units_for(stored, shift) &&
+		   units <= pcs_raw_units(shift) + pcs_raw_units(shift) / 4);
 	Assert(image_flags == 0 || image_flags == PCS_ENTRY_RAW ||
 		   image_flags == PCS_ENTRY_SHUFFLED || image_flags == PCS_ENTRY_SPLIT);
 
@@ -320,13 +411,14 @@ pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock, uint32 first_unit,
 }
 
 /*
- * Check the entry of block segblock.  unit_limit is the first unit past
- * those handed out in the segment: an image must lie below it.  An empty
- * entry is sound (the block reads as zeros).  PCS_SOUND if sound.
+ * Check the entry of block segblock, in a segment of units of 1 << shift
+ * bytes.  unit_limit is the first unit past those handed out in the
+ * segment: an image must lie below it.  An empty entry is sound (the block
+ * reads as zeros).  PCS_SOUND if sound.
  */
 PcsProblem
 pcs_entry_check(const PcsMapEntry *entry, BlockNumber segblock,
-				uint32 unit_limit)
+				uint32 unit_limit, int shift)
 {
 	if (pcs_entry_is_empty(entry))
 		return PCS_SOUND;
@@ -345,8 +437,8 @@ pcs_entry_check(const PcsMapEntry *entry, BlockNumber segblock,
 	if ((entry->flags & PCS_ENTRY_SHUFFLED) != 0 &&
 		(entry->flags & PCS_ENTRY_SPLIT) != 0)
 		return PCS_ENTRY_SHUFFLED_AND_SPLIT;
-	if (entry->units < pcs_units_for(entry->stored) ||
-		entry->units > PCS_MAX_UNITS)
+	if (entry->units < pcs_units_for(entry->stored, shift) ||
+		entry->units > pcs_raw_units(shift) + pcs_raw_units(shift) / 4)
 		return PCS_ENTRY_BAD_UNITS;
 	if ((uint64) entry->first_unit + entry->units > unit_limit)
 		return PCS_ENTRY_PAST_DATA;
@@ -354,7 +446,7 @@ pcs_entry_check(const PcsMapEntry *entry, BlockNumber segblock,
 }
 
 /*
- * Units to allocate for an image of stored bytes.  A block's first image
+ * Units of 1 << shift bytes to allocate for an image of stored bytes.  A block's first image
  * gets exactly what it needs: most pages are written full (bulk loads, index
  * builds) and never grow.  A block that outgrew its allocation has shown
  * that it grows, so its new one gets a quarter more (at least one unit) to
@@ -362,15 +454,16 @@ pcs_entry_check(const PcsMapEntry *entry, BlockNumber segblock,
  * grow.
  */
 int
-pcs_units_to_allocate(int stored, bool grown)
+pcs_units_to_allocate(int stored, bool grown, int shift)
 {
-	int			units = pcs_units_for(stored);
+	int			units = pcs_units_for(stored, shift);
+	int			raw = pcs_raw_units(shift);
 
 	if (stored >= BLCKSZ)
-		return PCS_RAW_UNITS;
+		return raw;
 	if (grown)
 		units += Max(1, units / 4);
-	return Min(units, PCS_MAX_UNITS);
+	return Min(units, raw + raw / 4);
 }
 
 /* CRC32C of a stored image */
