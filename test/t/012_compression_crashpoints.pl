@@ -194,7 +194,11 @@ sub check_space
 	my $step = $next_unit / 16 > $min_step ? $next_unit / 16 : $min_step;
 	my $map = 4096 * int(($s->{pages} * 16 + 4095) / 4096);
 
-	is($s->{garbage}, ($next_unit - $live_units) * $unit,
+	# Until the first allocation of a new server generation (a crash of a
+	# process begins one) mends the allocation word, the file's end bounds
+	# the units handed out, and the garbage counts up to it.
+	ok($s->{garbage} == ($next_unit - $live_units) * $unit
+		  || $s->{garbage} == ($file_units - $live_units) * $unit,
 		"$label: the garbage reported is every unit handed out that no entry uses");
 	cmp_ok($file_units - $next_unit, '<=', $step + 20 * 512 / $unit,
 		"$label: beyond them the file holds at most one preallocation step");

@@ -32,6 +32,7 @@
 
 #include "access/xlogutils.h"
 #include "common/hashfn.h"
+#include "common/int.h"
 #include "common/relpath.h"
 #include "lib/ilist.h"
 #include "miscadmin.h"
@@ -41,6 +42,7 @@
 #include "storage/md.h"
 #include "storage/pcs.h"
 #include "storage/pcs_format.h"
+#include "storage/pcs_freespace.h"
 #include "storage/smgr.h"
 #include "storage/sync.h"
 #include "utils/injection_point.h"
@@ -59,6 +61,7 @@ typedef struct PcsSegment
 								 * NULL while unmapped (pcs_limit_mappings) */
 	PcsMapEntry *map;			/* the map, inside that mapping */
 	BlockNumber segno;			/* its number within the fork */
+	ForkNumber	forknum;		/* its fork */
 	int			shift;			/* log2 of its unit size, from its header */
 	uint32		capacity;		/* units the file is known to hold */
 	uint64		alloc_seen;		/* allocation word when capacity was read */
@@ -112,6 +115,7 @@ static int	pcs_num_mapped = 0;
 static int	pcs_fork_format(SMgrRelation reln, ForkNumber forknum);
 static PcsSegment *pcs_getseg(SMgrRelation reln, ForkNumber forknum,
 							  BlockNumber segno, bool create);
+static BlockNumber pcs_seg_nblocks(PcsSegment *seg);
 
 /* Is this fork compressed? md forks answer after one cached lookup. */
 static inline bool
@@ -140,6 +144,18 @@ pcs_segpath(SMgrRelation reln, ForkNumber forknum, BlockNumber segno)
 	return path;
 }
 
+/* The key under which the free units of a segment are kept */
+static void
+pcs_free_key(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
+			 PcsFreeKey *key)
+{
+	memset(key, 0, sizeof(PcsFreeKey));
+	key->rlocator = reln->smgr_rlocator.locator;
+	key->backend = reln->smgr_rlocator.backend;
+	key->forknum = forknum;
+	key->segno = segno;
+}
+
 /*
  * Raise the ERROR of a block of a fork whose image cannot be read back:
  * ERRCODE_DATA_CORRUPTED, unless the build lacks what the image needs or
@@ -164,15 +180,19 @@ pcs_block_corrupt(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 
 /*
  * The generation of this server: the first allocation of a generation in a
- * segment starts above the end of the file (README.pcs).  A backend crash
- * keeps the postmaster and so the generation, and the page cache with it.
+ * segment starts above the end of the file, and reads the map for free
+ * units (README.pcs).  Each life of shared memory is a generation of its
+ * own: after a backend crash the postmaster resets shared memory, and with
+ * it the free units kept there (pcs_freespace.c), which the new generation
+ * finds again from the maps.
  */
 static uint32
 pcs_current_generation(void)
 {
 	if (pcs_generation == 0)
 	{
-		uint64		key[2] = {(uint64) PostmasterPid, (uint64) PgStartTime};
+		uint64		key[3] = {(uint64) PostmasterPid, (uint64) PgStartTime,
+		pcs_shmem_life()};
 
 		pcs_generation = hash_bytes((const unsigned char *) key, sizeof(key));
 		if (pcs_generation == 0)
@@ -231,6 +251,39 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 	return reln->pcs_format[forknum];
 }
 
+/* The sync request tag of a segment: md's, which names the same file */
+static void
+pcs_sync_tag(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
+			 FileTag *tag)
+{
+	memset(tag, 0, sizeof(FileTag));
+	tag->handler = SYNC_HANDLER_MD;
+	tag->rlocator = reln->smgr_rlocator.locator;
+	tag->forknum = forknum;
+	tag->segno = segno;
+}
+
+/*
+ * fsync a segment here and now; as every fsync of a segment, it makes the
+ * units freed before it began reusable (pcs_sync_begin())
+ */
+static void
+pcs_sync_now(SMgrRelation reln, ForkNumber forknum, PcsSegment *seg,
+			 uint32 wait_event)
+{
+	FileTag		tag;
+	uint64		clock;
+
+	pcs_sync_tag(reln, forknum, seg->segno, &tag);
+	clock = pcs_sync_begin(&tag);
+	if (FileSync(seg->vfd, wait_event) < 0)
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m",
+						FilePathName(seg->vfd))));
+	pcs_sync_done(&tag, clock, seg->vfd);
+}
+
 /*
  * Tell the checkpointer that a segment has been written, or fsync it here if
  * the request queue is full, as md.c does for its segments.  The tag is md's:
@@ -245,20 +298,9 @@ pcs_register_dirty(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	if (SmgrIsTemp(reln))
 		return;
 
-	memset(&tag, 0, sizeof(tag));
-	tag.handler = SYNC_HANDLER_MD;
-	tag.rlocator = reln->smgr_rlocator.locator;
-	tag.forknum = forknum;
-	tag.segno = segno;
-
+	pcs_sync_tag(reln, forknum, segno, &tag);
 	if (!RegisterSyncRequest(&tag, SYNC_REQUEST, false))
-	{
-		if (FileSync(seg->vfd, WAIT_EVENT_DATA_FILE_SYNC) < 0)
-			ereport(data_sync_elevel(ERROR),
-					(errcode_for_file_access(),
-					 errmsg("could not fsync file \"%s\": %m",
-							FilePathName(seg->vfd))));
-	}
+		pcs_sync_now(reln, forknum, seg, WAIT_EVENT_DATA_FILE_SYNC);
 }
 
 /*
@@ -545,6 +587,7 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	seg = MemoryContextAllocZero(PcsCxt, sizeof(PcsSegment));
 	seg->vfd = vfd;
 	seg->segno = segno;
+	seg->forknum = forknum;
 	pcs_limit_mappings();
 	PG_TRY();
 	{
@@ -764,14 +807,30 @@ pcs_map_chunk_ready(PcsSegment *seg, BlockNumber segblock)
  * is handed out again, however old the file's size on disk is.  Only the
  * parts of the map that hold data are read (SEEK_DATA), so that the holes of
  * a small segment's map do not fill the page cache with zeros.
+ *
+ * With used not NULL, the units of the sound entries of blocks below the
+ * block count are also returned there (palloc'd, *nused of them), for the
+ * search of free units at the start of a generation (pcs_find_free_runs());
+ * *all_sound is false if an entry below the count failed its check even
+ * when read again, since its units are then unknown.
  */
 static uint32
-pcs_map_high_water(PcsSegment *seg)
+pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
+				   bool *all_sound)
 {
 	int			fd = FileGetRawDesc(seg->vfd);
 	off_t		pos = PCS_MAP_OFFSET;
 	off_t		end = PCS_MAP_OFFSET + (off_t) RELSEG_SIZE * sizeof(PcsMapEntry);
 	uint32		high = 0;
+	BlockNumber nblocks = 0;
+
+	if (used != NULL)
+	{
+		nblocks = pcs_seg_nblocks(seg);
+		*used = palloc(Max(nblocks, 1) * sizeof(PcsUnitRun));
+		*nused = 0;
+		*all_sound = true;
+	}
 
 	while (pos < end)
 	{
@@ -798,15 +857,110 @@ pcs_map_high_water(PcsSegment *seg)
 			 b++)
 		{
 			PcsMapEntry entry = seg->map[b];
+			PcsProblem	problem = PCS_SOUND;
 
-			if (!pcs_entry_is_empty(&entry) &&
-				pcs_entry_check(&entry, (BlockNumber) b, PG_UINT32_MAX,
-								seg->shift) == PCS_SOUND)
+			if (pcs_entry_is_empty(&entry))
+				continue;
+			/* an in-place write may be replacing the entry: read it again */
+			for (int tries = 0; tries < PCS_ENTRY_READ_TRIES; tries++)
+			{
+				problem = pcs_entry_check(&entry, (BlockNumber) b,
+										  PG_UINT32_MAX, seg->shift);
+				if (problem == PCS_SOUND || used == NULL)
+					break;
+				entry = seg->map[b];
+			}
+			if (problem == PCS_SOUND)
 				high = Max(high, entry.first_unit + entry.units);
+			if (used == NULL || b >= nblocks || pcs_entry_is_empty(&entry))
+				continue;
+			if (problem != PCS_SOUND)
+				*all_sound = false;
+			else
+			{
+				Assert(*nused < nblocks);
+				(*used)[*nused].first = entry.first_unit;
+				(*used)[(*nused)++].count = entry.units;
+			}
 		}
 		pos = hole;
 	}
 	return high;
+}
+
+/* Order runs of units by their first unit */
+static int
+pcs_unit_run_cmp(const void *a, const void *b)
+{
+	const PcsUnitRun *ra = (const PcsUnitRun *) a;
+	const PcsUnitRun *rb = (const PcsUnitRun *) b;
+
+	return pg_cmp_u32(ra->first, rb->first);
+}
+
+/*
+ * The runs of units below limit that no run of used covers, into out
+ * (palloc'd, *nout of them); false if two used runs overlap (two entries claim the same
+ * units: the map is damaged, and nothing can be called free).
+ */
+static bool
+pcs_find_free_runs(PcsUnitRun *used, int nused, uint32 limit,
+				   PcsUnitRun **out, int *nout)
+{
+	uint32		next = 0;
+
+	qsort(used, nused, sizeof(PcsUnitRun), pcs_unit_run_cmp);
+	*out = palloc((nused + 1) * sizeof(PcsUnitRun));
+	*nout = 0;
+	for (int i = 0; i < nused; i++)
+	{
+		if (used[i].first < next)
+			return false;
+		if (used[i].first > next && next < limit)
+		{
+			(*out)[*nout].first = next;
+			(*out)[(*nout)++].count = Min(used[i].first, limit) - next;
+		}
+		next = used[i].first + used[i].count;
+	}
+	if (next < limit)
+	{
+		(*out)[*nout].first = next;
+		(*out)[(*nout)++].count = limit - next;
+	}
+	return true;
+}
+
+/*
+ * After the compare-and-swap that began a generation in a segment: keep the
+ * units below start that no sound entry uses as free (the map was read
+ * before the swap, and no unit of this generation was handed out or freed
+ * before it: every allocation needs the word, and truncations keep units
+ * only once it is sound), then record that this generation read the map.
+ * The word is recorded even when the map could not be trusted (an entry
+ * failed its check, two overlapped), so that it is read once per
+ * generation; its free units are then garbage until a rewrite.
+ */
+static void
+pcs_publish_free_runs(SMgrRelation reln, PcsSegment *seg, PcsUnitRun *used,
+					  int nused, bool all_sound, uint32 start)
+{
+	PcsUnitRun *runs = NULL;
+	int			nruns = 0;
+
+	Assert(seg->header->version != PCS_FORMAT_VERSION_2);
+	if (all_sound && pcs_find_free_runs(used, nused, start, &runs, &nruns))
+	{
+		PcsFreeKey	key;
+
+		pcs_free_key(reln, seg->forknum, seg->segno, &key);
+		pcs_free_publish(&key, seg->shift, runs, nruns);
+	}
+	if (runs != NULL)
+		pfree(runs);
+	pg_atomic_write_u64(&seg->header->alloc.second,
+						pcs_generation_word(seg->header, seg->segno,
+											pcs_current_generation()));
 }
 
 /*
@@ -840,15 +994,37 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 	pg_atomic_uint64 *word = pcs_header_alloc(seg->header);
 	uint64		old = pg_atomic_read_u64(word);
 	uint32		first;
+	PcsUnitRun *used = NULL;
+	int			nused = 0;
+	bool		all_sound = false;
+	bool		find_free = false;
 
 	for (;;)
 	{
+		bool		recomputed = false;
+
 		if (!pcs_alloc_decode(seg->header, seg->segno, gen, old, &first))
 		{
 			off_t		size = pcs_file_end(seg);
+			uint32		seen_gen;
 
+			/*
+			 * At a new generation's first allocation the map is read for free
+			 * units as well (format 3 knows which generation read it last); a
+			 * word damaged in a running server is only recomputed.
+			 */
+			if (used != NULL)
+				pfree(used);
+			used = NULL;
+			find_free = seg->header->version != PCS_FORMAT_VERSION_2 &&
+				!(pcs_generation_decode(seg->header, seg->segno,
+										pg_atomic_read_u64(&seg->header->alloc.second),
+										&seen_gen) && seen_gen == gen);
 			first = (uint32) ((size - PCS_DATA_OFFSET + (1 << seg->shift) - 1) >> seg->shift);
-			first = Max(first, pcs_map_high_water(seg));
+			first = Max(first, pcs_map_high_water(seg,
+												  find_free ? &used : NULL,
+												  &nused, &all_sound));
+			recomputed = true;
 		}
 		if ((uint64) first + units > PG_UINT32_MAX)
 			ereport(ERROR,
@@ -861,8 +1037,15 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 		if (pg_atomic_compare_exchange_u64(word, &old,
 										   pcs_alloc_word(seg->header, seg->segno,
 														  gen, first + units)))
+		{
+			if (recomputed && find_free)
+				pcs_publish_free_runs(reln, seg, used, nused, all_sound,
+									  first);
 			break;
+		}
 	}
+	if (used != NULL)
+		pfree(used);
 	/* the file holds every unit handed out (README.pcs, "Allocation") */
 	Assert((uint64) first + units <= seg->capacity);
 	return first;
@@ -1038,6 +1221,60 @@ pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
 		if (!pcs_entry_is_empty(&seg->map[b]))
 			memset(&seg->map[b], 0, sizeof(PcsMapEntry));
 	}
+}
+
+/*
+ * Clear the entries of blocks [from, to) of a segment that a truncation cut
+ * off, and keep the units of the sound ones for reuse (pcs_freespace.c), in
+ * runs of adjacent units, each once every entry pointing into it is
+ * cleared.  Runs in a critical section (RelationTruncate()): nothing here
+ * allocates memory or raises an ERROR.
+ *
+ * Units are kept only while the allocation word is sound for this server
+ * generation: before the first allocation of a generation, the map has not
+ * been read for free units yet, and that reading will find these
+ * (pcs_allocate()); keeping them as well would keep them twice.
+ */
+static void
+pcs_seg_truncate_entries(SMgrRelation reln, ForkNumber forknum,
+						 PcsSegment *seg, BlockNumber from, BlockNumber to)
+{
+	PcsFreeKey	key;
+	uint32		limit;
+	bool		keep_free;
+	uint32		run_first = 0;
+	uint32		run_count = 0;
+
+	Assert(from <= to && to <= RELSEG_SIZE);
+	pcs_free_key(reln, forknum, seg->segno, &key);
+	keep_free = pcs_alloc_decode(seg->header, seg->segno,
+								 pcs_current_generation(),
+								 pg_atomic_read_u64(pcs_header_alloc(seg->header)),
+								 &limit);
+	for (BlockNumber b = from; b < to; b++)
+	{
+		PcsMapEntry entry = seg->map[b];
+
+		if (pcs_entry_is_empty(&entry))
+			continue;
+		memset(&seg->map[b], 0, sizeof(PcsMapEntry));
+		if (!keep_free ||
+			pcs_entry_check(&entry, b, limit, seg->shift) != PCS_SOUND)
+			continue;
+		if (run_count > 0 && run_first + run_count == entry.first_unit)
+		{
+			run_count += entry.units;
+			continue;
+		}
+		if (run_count > 0)
+			pcs_free_units(&key, seg->shift, run_first, run_count,
+						   SmgrIsTemp(reln), seg->vfd);
+		run_first = entry.first_unit;
+		run_count = entry.units;
+	}
+	if (run_count > 0)
+		pcs_free_units(&key, seg->shift, run_first, run_count,
+					   SmgrIsTemp(reln), seg->vfd);
 }
 
 /*
@@ -1234,6 +1471,8 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	uint32		first;
 	uint8		image_flags;
 	BlockNumber nblocks;
+	bool		old_sound;
+	bool		relocated = false;
 
 	if (extend)
 		pcs_fill_segments_before(reln, forknum, segno, skipFsync);
@@ -1265,28 +1504,31 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 
 	nblocks = pcs_seg_nblocks(seg);
 	old = seg->map[segblock];
-	if (segblock < nblocks && !pcs_entry_is_empty(&old) &&
+	old_sound = segblock < nblocks && !pcs_entry_is_empty(&old) &&
 		pcs_entry_check(&old, segblock, pcs_unit_limit(seg),
-						seg->shift) == PCS_SOUND &&
-		old.units >= pcs_units_for(len, seg->shift))
+						seg->shift) == PCS_SOUND;
+	if (old_sound && old.units >= pcs_units_for(len, seg->shift))
 	{
 		first = old.first_unit;
 		units = old.units;
 	}
 	else
 	{
-		/* a block that had a sound allocation too small for it has grown */
-		bool		grown = !pcs_entry_is_empty(&old) &&
-			pcs_entry_check(&old, segblock, pcs_unit_limit(seg),
-							seg->shift) == PCS_SOUND;
+		PcsFreeKey	key;
 
-		units = pcs_units_to_allocate(len, grown, seg->shift);
-		first = pcs_allocate(reln, seg, units);
+		/* a block that had a sound allocation too small for it has grown */
+		units = pcs_units_to_allocate(len, old_sound, seg->shift);
+		pcs_free_key(reln, forknum, segno, &key);
+		if (pcs_claim_units(&key, units, &first))
+			INJECTION_POINT("pcs-write-reuse");
+		else
+			first = pcs_allocate(reln, seg, units);
+		relocated = true;
 	}
 
 	/* the image fits its units, which lie inside the file */
 	Assert(len > 0 && len <= BLCKSZ && pcs_units_for(len, seg->shift) <= units);
-	Assert((uint64) first + units <= seg->capacity || first == old.first_unit);
+	Assert((uint64) first + units <= pcs_unit_limit(seg) || !relocated);
 	if (FileWrite(seg->vfd, src, len, pcs_unit_offset(first, seg->shift),
 				  extend ? WAIT_EVENT_DATA_FILE_EXTEND : WAIT_EVENT_DATA_FILE_WRITE) != len)
 		ereport(ERROR,
@@ -1301,6 +1543,21 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	pcs_entry_set(&entry, segblock, first, len, units, image_flags,
 				  pcs_data_crc(src, len), seg->shift);
 	seg->map[segblock] = entry;
+
+	/*
+	 * The old units are free now, reusable once a map without them is durable
+	 * (pcs_freespace.c).  Entries of blocks past the end were never this
+	 * process's to free: a crash left them, and the first allocation of this
+	 * generation counted their units as free already.
+	 */
+	if (relocated && old_sound)
+	{
+		PcsFreeKey	key;
+
+		pcs_free_key(reln, forknum, segno, &key);
+		pcs_free_units(&key, seg->shift, old.first_unit, old.units,
+					   SmgrIsTemp(reln), seg->vfd);
+	}
 
 	if (extend && segblock >= nblocks)
 	{
@@ -1403,6 +1660,7 @@ pcs_open(SMgrRelation reln)
 		reln->pcs_num_segs[fork] = 0;
 		reln->pcs_segs[fork] = NULL;
 	}
+	pcs_free_attach();
 	mdopen(reln);
 }
 
@@ -1441,6 +1699,7 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 
 	/* durable before the fork is (pcs_tablespace.c) */
 	pcs_note_compressed_storage();
+	pcs_forget_fork(reln->smgr_rlocator.locator, forknum);
 	mdcreate(reln, forknum, isRedo);
 	/* the file exists, empty, and others can see it (pcs_fork_format) */
 	INJECTION_POINT("pcs-create-before-header");
@@ -1472,6 +1731,8 @@ void
 pcs_unlink(RelFileLocatorBackend rlocator, ForkNumber forknum, bool isRedo)
 {
 	INJECTION_POINT("pcs-unlink");
+	/* a file made later under the same name must not inherit free units */
+	pcs_forget_fork(rlocator.locator, forknum);
 	mdunlink(rlocator, forknum, isRedo);
 }
 
@@ -1824,17 +2085,18 @@ pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 			break;
 		keep = (nblocks > segno * RELSEG_SIZE) ?
 			Min(nblocks - segno * RELSEG_SIZE, RELSEG_SIZE) : 0;
+
 		/*
 		 * This runs in a critical section (RelationTruncate), where an ERROR
-		 * would be a PANIC; pcs_seg_nblocks() never raises one for the
-		 * count, and repairs a damaged copy with a WARNING.
+		 * would be a PANIC; pcs_seg_nblocks() never raises one for the count,
+		 * and repairs a damaged copy with a WARNING.
 		 */
 		cur = pcs_seg_nblocks(seg);
 		if (cur > keep)
 		{
 			pcs_seg_store_nblocks(seg, keep);
 			INJECTION_POINT("pcs-truncate");
-			pcs_seg_clear(seg, keep, cur);
+			pcs_seg_truncate_entries(reln, forknum, seg, keep, cur);
 			pcs_register_dirty(reln, forknum, segno, seg);
 		}
 	}
@@ -1856,11 +2118,9 @@ pcs_sync_fork(SMgrRelation reln, ForkNumber forknum, bool immediate)
 			break;
 		if (!immediate)
 			pcs_register_dirty(reln, forknum, segno, seg);
-		else if (FileSync(seg->vfd, WAIT_EVENT_DATA_FILE_IMMEDIATE_SYNC) < 0)
-			ereport(data_sync_elevel(ERROR),
-					(errcode_for_file_access(),
-					 errmsg("could not fsync file \"%s\": %m",
-							FilePathName(seg->vfd))));
+		else
+			pcs_sync_now(reln, forknum, seg,
+						 WAIT_EVENT_DATA_FILE_IMMEDIATE_SYNC);
 	}
 }
 

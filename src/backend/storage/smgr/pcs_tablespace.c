@@ -34,6 +34,7 @@
 #include "common/relpath.h"
 #include "storage/fd.h"
 #include "storage/pcs.h"
+#include "storage/pcs_freespace.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -418,7 +419,7 @@ pcs_in_use_file_exists(void)
 Size
 pcs_cluster_shmem_size(void)
 {
-	return sizeof(PcsClusterState);
+	return add_size(sizeof(PcsClusterState), pcs_free_shmem_size());
 }
 
 /*
@@ -434,6 +435,7 @@ pcs_cluster_shmem_init(void)
 								 sizeof(PcsClusterState), &found);
 	if (!found)
 		PcsCluster->in_use = pcs_in_use_file_exists();
+	pcs_free_shmem_init();
 }
 
 /*

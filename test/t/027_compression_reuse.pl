@@ -1,0 +1,227 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# Units freed by truncation and by relocation are reused, and the space
+# that stays free goes back to the file system (README.pcs, "Reusing freed
+# units"):
+#
+# 1. A queue table filled and emptied in a loop (insert, checkpoint,
+#    delete, VACUUM, which truncates it): its physical size stays near that
+#    of its first fill.  Compressed storage used to keep every freed unit
+#    as garbage until VACUUM FULL, so each cycle added to the file.
+# 2. Freed units are not reused before an fsync of their segment that
+#    began after the free: a refill before any checkpoint lands above the
+#    units the truncation freed, a refill after one lands in them.
+# 3. Pages that outgrow their units move; the units they leave are reused
+#    and given back, so an update-heavy loop does not grow the file either.
+# 4. A server restart finds the free units again from the map, and the
+#    units of a table dropped in between are never handed to another.
+# After each: amcheck is clean, the rows are those of a plain ledger, and
+# no two blocks share a unit.
+
+use strict;
+use warnings FATAL => 'all';
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use PgStrata::PcsFile;
+
+my $node = PostgreSQL::Test::Cluster->new('reuse');
+$node->init;
+# fsync on: without it, freed units are reused at once (an operating
+# system crash is not survived anyway), and the rule of 2. is not tested
+$node->append_conf('postgresql.conf', q(
+fsync = on
+wal_log_hints = on
+allow_in_place_tablespaces = on
+autovacuum = off
+shared_buffers = 16MB
+checkpoint_timeout = 1h
+));
+$node->start;
+$node->safe_psql('postgres', q(
+CREATE EXTENSION amcheck;
+CREATE EXTENSION pgstrata;
+CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
+CREATE TABLE q (id int PRIMARY KEY, payload text) TABLESPACE cts;
+CREATE TABLE ledger (id int PRIMARY KEY, payload text);
+));
+my $path = PgStrata::PcsFile::relation_path($node, 'postgres', 'q');
+
+# fill(FROM, N): N rows of mixed payload into q and into the plain ledger
+sub fill
+{
+	my ($from, $n) = @_;
+	my $to = $from + $n - 1;
+	$node->safe_psql('postgres', qq(
+INSERT INTO q SELECT g, repeat(md5(g::text), 1 + g % 3) || ' item ' || g || ' ' ||
+	to_char(timestamp '2026-01-01' + g * interval '7 minutes', 'YYYY-MM-DD HH24:MI')
+	FROM generate_series($from, $to) g;
+INSERT INTO ledger SELECT * FROM q WHERE id BETWEEN $from AND $to;
+));
+}
+
+# empty(): what a queue consumer does: delete everything, VACUUM (which
+# truncates the table to nothing)
+sub empty
+{
+	$node->safe_psql('postgres', 'DELETE FROM q; DELETE FROM ledger');
+	$node->safe_psql('postgres', 'VACUUM q');
+}
+
+# physical(): the bytes the file system holds for q's main fork
+sub physical
+{
+	return $node->safe_psql('postgres', "SELECT pg_relation_size('q')");
+}
+
+# reserve(): the bytes of q's file past the units handed out: the growth
+# reserve, which is allocated on purpose and not free space
+sub reserve
+{
+	my $h = PgStrata::PcsFile::header($path);
+	return (-s $path) - PgStrata::PcsFile::DATA_OFFSET
+	  - $h->{next_unit} * $h->{unit_size};
+}
+
+# check(LABEL): amcheck is clean, the rows match the ledger, no two blocks
+# share a unit
+sub check
+{
+	my ($label) = @_;
+	is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('q')"),
+		'0', "$label: verify_heapam is clean");
+	is($node->safe_psql('postgres', "SELECT bt_index_check('q_pkey', true)"),
+		'', "$label: the primary key matches the heap");
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM (SELECT * FROM q EXCEPT SELECT * FROM ledger "
+			  . "UNION ALL SELECT * FROM ledger EXCEPT SELECT * FROM q) d"),
+		'0', "$label: the rows are those of the ledger");
+	is(PgStrata::PcsFile::overlaps($path), '', "$label: no two blocks share a unit");
+}
+
+# 1. The queue loop.
+fill(1, 20000);
+$node->safe_psql('postgres', 'CHECKPOINT');
+my $fresh = physical();
+cmp_ok($fresh, '>', 100_000, "the first fill takes $fresh bytes");
+my @sizes;
+for my $cycle (1 .. 12)
+{
+	empty();
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	fill($cycle * 100_000, 20000);
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	push @sizes, physical();
+}
+note "physical bytes after each fill: $fresh @sizes";
+my $worst = (sort { $b <=> $a } @sizes)[0];
+cmp_ok($worst, '<=', 1.15 * $fresh,
+	"after 12 cycles the table never took more than 1.15 times its first fill ($worst bytes)");
+check('queue loop');
+
+# Emptied and checkpointed twice (the free, then the fsync that makes it
+# safe to give back), the table's pages are holes again.
+empty();
+$node->safe_psql('postgres', 'CHECKPOINT');
+$node->safe_psql('postgres', 'CHECKPOINT');
+my $reserve = reserve();
+cmp_ok(physical(), '<=', 64 * 1024 + $reserve,
+	'emptied and checkpointed, the file gives its space back ('
+	  . physical() . " bytes, $reserve of them the growth reserve)");
+
+# 2. No reuse before an fsync: a refill right after the truncation, with
+# no checkpoint in between, lands above every unit the last fill used.
+fill(2_000_000, 20000);
+$node->safe_psql('postgres', 'CHECKPOINT');
+my $high = 0;
+for my $e (PgStrata::PcsFile::entries($path))
+{
+	my $end = $e->[1]{first} + $e->[1]{units};
+	$high = $end if $end > $high;
+}
+empty();
+fill(3_000_000, 2000);
+$node->safe_psql('postgres', 'CHECKPOINT');
+my $lowest;
+for my $e (PgStrata::PcsFile::entries($path))
+{
+	$lowest = $e->[1]{first} if !defined $lowest || $e->[1]{first} < $lowest;
+}
+cmp_ok($lowest, '>=', $high,
+	'a refill before any fsync of the truncated segment does not reuse what the truncation freed');
+check('refill before an fsync');
+
+# After a checkpoint the freed units are reused.
+empty();
+$node->safe_psql('postgres', 'CHECKPOINT');
+fill(4_000_000, 2000);
+$node->safe_psql('postgres', 'CHECKPOINT');
+undef $lowest;
+for my $e (PgStrata::PcsFile::entries($path))
+{
+	$lowest = $e->[1]{first} if !defined $lowest || $e->[1]{first} < $lowest;
+}
+cmp_ok($lowest, '<', $high,
+	'after an fsync of the segment, a refill reuses the freed units');
+check('refill after an fsync');
+
+# 3. Relocations: rows that grow make their pages' images move; the units
+# they leave are reused and given back.
+empty();
+$node->safe_psql('postgres', 'CHECKPOINT');
+fill(5_000_000, 20000);
+$node->safe_psql('postgres', 'CHECKPOINT');
+my $before = physical();
+note "before the updates: $before bytes";
+for my $round (1 .. 8)
+{
+	$node->safe_psql('postgres', qq(
+UPDATE q SET payload = md5((id * $round)::text) || payload WHERE id % 8 = $round - 1;
+UPDATE ledger SET payload = md5((id * $round)::text) || payload WHERE id % 8 = $round - 1;
+VACUUM q;
+CHECKPOINT;
+));
+}
+my $after = physical();
+my $live = $node->safe_psql('postgres',
+	"SELECT stored_bytes + slack_bytes FROM pgstrata_relation_compression('q') WHERE fork = 'main'");
+$reserve = reserve();
+cmp_ok($after, '<=', 1.2 * $live + $reserve + 64 * 1024,
+	"after rows grew in 8 rounds the file holds little beyond its live images ($after bytes, $live live, $reserve reserve)");
+check('relocations');
+
+# 4. A restart: the free units are found again from the map, and a table
+# dropped meanwhile leaves nothing behind that another could be given.
+empty();
+$node->safe_psql('postgres', 'CHECKPOINT');
+$node->restart;
+fill(6_000_000, 20000);
+$node->safe_psql('postgres', 'CHECKPOINT');
+cmp_ok(physical(), '<=', 1.15 * $fresh,
+	'after a restart a refill reuses the units freed before it');
+check('after a restart');
+
+$node->safe_psql('postgres', q(
+CREATE TABLE d (id int, payload text) TABLESPACE cts;
+INSERT INTO d SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+DELETE FROM d WHERE id > 100;
+VACUUM d;
+DROP TABLE d;
+CHECKPOINT;
+));
+fill(7_000_000, 20000);
+$node->safe_psql('postgres', 'CHECKPOINT');
+check('after a dropped table');
+
+# A crash (kill -9) after units were reused: redo and amcheck agree.
+empty();
+$node->safe_psql('postgres', 'CHECKPOINT');
+fill(8_000_000, 20000);
+$node->stop('immediate');
+$node->start;
+check('after a crash');
+
+$node->stop;
+done_testing();
