@@ -96,23 +96,27 @@ fi
 suite tap testmake prove-installcheck TAP_LEAVE_OUT="$tap_leave_out"
 small_fs_umount "$LOGDIR/smallfs"
 
-# contrib/refdata's own suites, the same way: its Makefile through PGXS
-# (USE_PGXS=1) with VPATH, results and temporary instances under
-# build/check/refdata.  Each suite runs alone so that it is logged and
-# counted alone; pg_isolation_regress reports like pg_regress.
-RD_OUT=$LOGDIR/refdata
-refdatamake()
+# The contrib modules' own suites, the same way: each module's Makefile
+# through PGXS (USE_PGXS=1) with VPATH, results and temporary instances
+# under build/check/<module>.  Each suite runs alone so that it is logged
+# and counted alone; pg_isolation_regress reports like pg_regress.
+# contribmake MODULE MAKE-ARGS...
+contribmake()
 {
-	as_test_user "$RD_OUT" $MAKE -C "$RD_OUT" \
-		-f "$TOP/contrib/refdata/Makefile" VPATH="$TOP/contrib/refdata" \
+	local module=$1
+	shift
+	as_test_user "$LOGDIR/$module" $MAKE -C "$LOGDIR/$module" \
+		-f "$TOP/contrib/$module/Makefile" VPATH="$TOP/contrib/$module" \
 		USE_PGXS=1 PG_CONFIG="$PG_CONFIG" "$@"
 }
 
-suite refdata-regress refdatamake installcheck ISOLATION= TAP_TESTS= \
-	EXTRA_REGRESS_OPTS="--temp-instance=$RD_OUT/tmp_check_regress"
-suite refdata-isolation refdatamake installcheck REGRESS= TAP_TESTS= \
-	EXTRA_REGRESS_OPTS="--temp-instance=$RD_OUT/tmp_check_isolation"
-suite refdata-tap refdatamake installcheck REGRESS= ISOLATION=
+suite pgstrata-regress contribmake pgstrata installcheck \
+	EXTRA_REGRESS_OPTS="--temp-instance=$LOGDIR/pgstrata/tmp_check_regress"
+suite refdata-regress contribmake refdata installcheck ISOLATION= TAP_TESTS= \
+	EXTRA_REGRESS_OPTS="--temp-instance=$LOGDIR/refdata/tmp_check_regress"
+suite refdata-isolation contribmake refdata installcheck REGRESS= TAP_TESTS= \
+	EXTRA_REGRESS_OPTS="--temp-instance=$LOGDIR/refdata/tmp_check_isolation"
+suite refdata-tap contribmake refdata installcheck REGRESS= ISOLATION=
 
 # Upstream's core regression and isolation suites with every relation they
 # create stored compressed (pcs_debug_force_compression); the contrib and
