@@ -32,11 +32,12 @@ count_results()
 	# pg_regress (17 prints TAP): "ok 1  - name  12 ms", "not ok 2 + name ..."
 	p=$(grep -cE '^ok [0-9]+ +[-+] ' "$log")
 	f=$(grep -cE '^not ok [0-9]+ +[-+] ' "$log")
-	# prove: "t/001_x.pl .. ok", "t/002_y.pl .. skipped: why", "Files=3, ..."
+	# prove: "pcs/001_x.pl .. ok", "t/002_y.pl .. skipped: why", "Files=3,
+	# ..." (a group of test/, or t/ of a contrib module or upstream suite)
 	# (unanchored: with make -j, another job's output may precede it on
 	# the same line)
-	tp=$(grep -oE 't/[0-9]+_[A-Za-z0-9_]+\.pl \.+ ok' "$log" | wc -l)
-	s=$(grep -oE 't/[0-9]+_[A-Za-z0-9_]+\.pl \.+ skipped' "$log" | wc -l)
+	tp=$(grep -oE '[A-Za-z0-9_]+/[0-9]+_[A-Za-z0-9_]+\.pl \.+ ok' "$log" | wc -l)
+	s=$(grep -oE '[A-Za-z0-9_]+/[0-9]+_[A-Za-z0-9_]+\.pl \.+ skipped' "$log" | wc -l)
 	files=$(sed -n 's/^Files=\([0-9]*\), Tests=.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
 	echo "$((p + tp)) $((f + files - tp - s)) $s"
 }
@@ -56,7 +57,7 @@ ensure_test_user()
 
 # small_fs_mount DIR: mount a small file system of its own at DIR (a 16 MB
 # tmpfs, as root), owned by the test user, for the tests that fill one up
-# (test/t/025_compression_full_disk.pl); small_fs_umount DIR undoes it.
+# (test/pcs/016_compression_full_disk.pl); small_fs_umount DIR undoes it.
 small_fs_mount()
 {
 	local dir=$1

@@ -58,10 +58,9 @@ suite()
 	echo "    $name: $p passed, $f failed, $s skipped"
 }
 
-# The pipeline's own tests (the patch series, the tarball, its fetch routes,
-# minor-release moves) exercise the scripts, not the build: they run in the
-# release pass only.
-PIPELINE_TAP='^t/00[0256]_'
+# The pipeline's own tests (test/pipeline: the tarball, its fetch routes,
+# the version strings, the patch series, minor-release moves) exercise the
+# scripts, not the server's code: they run in the release pass only.
 if [ -z "$FLAVOUR_SUFFIX" ]; then
 	suite patch-series "$TOP/patches/tools/tree.sh" check
 	# The SGML documentation the patches add must stay valid DocBook: a
@@ -70,9 +69,9 @@ if [ -z "$FLAVOUR_SUFFIX" ]; then
 	# installed has none; --nonet makes a missing DTD fail, not download.
 	suite docs $MAKE -C "$PG_OBJ/doc/src/sgml" check \
 		XMLLINT="$(command -v xmllint || echo xmllint) --nonet"
-	tap_tests=
+	tap_leave_out=
 else
-	tap_tests=$(cd "$TOP/test" && ls t/*.pl | grep -vE "$PIPELINE_TAP" | paste -sd' ')
+	tap_leave_out=pipeline
 fi
 # The suites run out of tree (PGXS's VPATH support): sources in test/,
 # results and temporary instances in build/check/test.
@@ -94,26 +93,30 @@ if [ "$(id -u)" = 0 ]; then
 		export PGSTRATA_SMALLFS="(could not mount a tmpfs at $LOGDIR/smallfs)"
 	fi
 fi
-suite tap testmake prove-installcheck ${tap_tests:+PROVE_TESTS="$tap_tests"}
+suite tap testmake prove-installcheck TAP_LEAVE_OUT="$tap_leave_out"
 small_fs_umount "$LOGDIR/smallfs"
 
-# contrib/refdata's own suites, the same way: its Makefile through PGXS
-# (USE_PGXS=1) with VPATH, results and temporary instances under
-# build/check/refdata.  Each suite runs alone so that it is logged and
-# counted alone; pg_isolation_regress reports like pg_regress.
-RD_OUT=$LOGDIR/refdata
-refdatamake()
+# The contrib modules' own suites, the same way: each module's Makefile
+# through PGXS (USE_PGXS=1) with VPATH, results and temporary instances
+# under build/check/<module>.  Each suite runs alone so that it is logged
+# and counted alone; pg_isolation_regress reports like pg_regress.
+# contribmake MODULE MAKE-ARGS...
+contribmake()
 {
-	as_test_user "$RD_OUT" $MAKE -C "$RD_OUT" \
-		-f "$TOP/contrib/refdata/Makefile" VPATH="$TOP/contrib/refdata" \
+	local module=$1
+	shift
+	as_test_user "$LOGDIR/$module" $MAKE -C "$LOGDIR/$module" \
+		-f "$TOP/contrib/$module/Makefile" VPATH="$TOP/contrib/$module" \
 		USE_PGXS=1 PG_CONFIG="$PG_CONFIG" "$@"
 }
 
-suite refdata-regress refdatamake installcheck ISOLATION= TAP_TESTS= \
-	EXTRA_REGRESS_OPTS="--temp-instance=$RD_OUT/tmp_check_regress"
-suite refdata-isolation refdatamake installcheck REGRESS= TAP_TESTS= \
-	EXTRA_REGRESS_OPTS="--temp-instance=$RD_OUT/tmp_check_isolation"
-suite refdata-tap refdatamake installcheck REGRESS= ISOLATION=
+suite pgstrata-regress contribmake pgstrata installcheck \
+	EXTRA_REGRESS_OPTS="--temp-instance=$LOGDIR/pgstrata/tmp_check_regress"
+suite refdata-regress contribmake refdata installcheck ISOLATION= TAP_TESTS= \
+	EXTRA_REGRESS_OPTS="--temp-instance=$LOGDIR/refdata/tmp_check_regress"
+suite refdata-isolation contribmake refdata installcheck REGRESS= TAP_TESTS= \
+	EXTRA_REGRESS_OPTS="--temp-instance=$LOGDIR/refdata/tmp_check_isolation"
+suite refdata-tap contribmake refdata installcheck REGRESS= ISOLATION=
 
 # Upstream's core regression and isolation suites with every relation they
 # create stored compressed (pcs_debug_force_compression); the contrib and

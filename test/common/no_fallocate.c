@@ -8,7 +8,7 @@
  *	  POSIX shared memory (/dev/shm) with posix_fallocate() and cannot
  *	  start without it.
  *
- * test/t/025_compression_full_disk.pl builds it with the server's compiler.
+ * test/pcs/016_compression_full_disk.pl builds it with the server's compiler.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *

@@ -39,7 +39,7 @@
  *
  * Built with clang -fsanitize=fuzzer,address,undefined by `make fuzz`, and
  * with gcc and a small main() (replay_main.c) that feeds the committed
- * corpus by test/t/004_pcs_fuzz_replay.pl, so `make check` needs no clang.
+ * corpus by test/pcs/002_pcs_fuzz_replay.pl, so `make check` needs no clang.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *

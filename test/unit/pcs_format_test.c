@@ -5,7 +5,7 @@
  *	  and its siblings): header and map-entry validation, the page codec,
  *	  allocation sizes, the incompressibility estimate.
  *
- * Built and run by test/t/003_pcs_format_unit.pl against the installed
+ * Built and run by test/pcs/001_pcs_format_unit.pl against the installed
  * server headers; prints TAP.  The format layer does no I/O and raises no
  * errors, so it can be exercised outside a server.
  *

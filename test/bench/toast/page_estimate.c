@@ -20,7 +20,7 @@
  * reads do not dominate.
  *
  * Built against the installed server headers and the format layer, as
- * test/t/003_pcs_format_unit.pl builds the unit test.
+ * test/pcs/001_pcs_format_unit.pl builds the unit test.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *

@@ -14,7 +14,7 @@
 # - polar_bulk_extend_size and polar_min_bulk_extend_table_size: a COPY
 #   into a large table grows it by the window at once, into a small one
 #   page by page, and VACUUM gives back the part of the window nobody used
-#   (t/024_bulk_io_slack.pl compares with the setting at 0);
+#   (bulk_io/003_bulk_io_slack.pl compares with the setting at 0);
 # - polar_index_create_bulk_extend_size: a B-tree build pre-extends and cuts
 #   its unused tail, giving the same index as a build without it;
 # - amcheck (verify_heapam, bt_index_check with heapallindexed) after

@@ -209,7 +209,7 @@ like($stderr, qr/ERROR:  XX001: invalid compressed segment header in file/,
 is($primary->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');
 
 # A damaged copy of the block count in the same header (the header's shared
-# words have their own test: 016_compression_header_words.pl): the other
+# words have their own test: pcs/014_compression_header_words.pl): the other
 # copy holds the count.
 $primary->stop;
 PgStrata::PcsFile::flip($cpath, 20);    # the fixed fields are sound again
