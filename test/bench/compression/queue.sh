@@ -302,8 +302,8 @@ row()
 }
 
 # garbage per cycle, and the largest ratios over all samples
-IFS=, read -r _ _ _ _ _ _ _ _ _ _ _ _ _ e_garb _ <<<"$empty"
-per_cycle=$(awk -v g="$e_garb" -v n="$ncycles" 'BEGIN { printf "%.3f", g / n / 1048576 }')
+IFS=, read -r _ _ _ _ _ _ _ _ _ _ _ _ _ e_garb e_qgarb e_dgarb e_tgarb <<<"$empty"
+per_cycle() { awk -v g="$1" -v n="$ncycles" 'BEGIN { printf "%.3f", g / n / 1048576 }'; }
 max_of() { awk -F, -v c="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next } $k > m { m = $k } END { printf "%.3f", m }' "$BASE.csv"; }
 
 if command -v gnuplot >/dev/null; then
@@ -338,7 +338,7 @@ fi
 	row "end, emptied (CHECKPOINT)" "$empty"
 	row "end, filled again (CHECKPOINT)" "$refill"
 	echo
-	echo "- garbage per cycle: $per_cycle MiB ($(mb "$e_garb") MiB after $ncycles cycles)"
+	echo "- garbage per cycle: $(per_cycle "$e_garb") MiB ($(mb "$e_garb") MiB after $ncycles cycles); queue $(per_cycle "$e_qgarb") MiB (fresh load $(mb "$f_cq") MiB), stage_del $(per_cycle "$e_dgarb") MiB (fresh load $(mb "$f_cd") MiB), stage_trunc $(per_cycle "$e_tgarb") MiB (fresh load $(mb "$f_ct") MiB)"
 	echo "- largest physical / fresh over the samples: compressed tablespace $(max_of cts_over_fresh), compressed queue $(max_of c_queue_over_fresh), compressed stage_del $(max_of c_stage_del_over_fresh), compressed stage_trunc $(max_of c_stage_trunc_over_fresh); plain tablespace $(max_of pts_over_fresh)"
 	echo "- filled again against the fresh load, at the same point of the cycle: compressed $(ratio "${refill%%,*}" "$f_cts"), plain $(IFS=, read -r _ p _ <<<"$refill"; ratio "$p" "$f_pts")"
 	echo
