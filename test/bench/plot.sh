@@ -51,6 +51,7 @@ npanels=$#
 	echo "set lmargin at screen 0.08"
 	echo "set rmargin at screen 0.76"
 	echo "set grid"
+	echo "set autoscale xfix"
 	echo "set multiplot layout $npanels,1 title \"$(gq "$title")\""
 	for panel in "$@"; do
 		ylabel=${panel%%=*}

@@ -43,7 +43,9 @@
 # gnuplot-nox) the curves in OUTPUT.png, drawn by test/bench/plot.sh.
 #
 # Environment: DURATION (1800), SAMPLE (60), ROWS (20000), CHECKPOINT_EVERY
-# (1), PRODUCER_BATCH (200), CONSUMER_BATCH (1000).
+# (1), PRODUCER_BATCH (200), CONSUMER_BATCH (1000).  PLOT_ONLY=1 (with the
+# ROWS and CHECKPOINT_EVERY of that run, for the title) only draws
+# OUTPUT.png again from OUTPUT.csv.
 
 set -euo pipefail
 
@@ -70,6 +72,22 @@ esac
 RESULT_NAME=${RESULT_NAME:-$(basename "$BASE")}
 COMMIT=${COMMIT:-$(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 export RESULT_NAME COMMIT
+
+# plot: draw BASE.csv into BASE.png
+plot()
+{
+	"$TOP/test/bench/plot.sh" "$BASE.csv" "$BASE.png" \
+		"queue.sh: $ROWS rows a cycle, CHECKPOINT every $CHECKPOINT_EVERY cycle(s)" \
+		"physical MiB=cts_bytes:compressed tablespace,pts_bytes:plain tablespace,garbage_bytes:compressed garbage" \
+		"size / fresh load (log scale)=cts_over_fresh:compressed tablespace,c_queue_over_fresh:compressed queue,c_stage_del_over_fresh:compressed stage_del,pts_over_fresh:plain tablespace@1.15:target 1.15" \
+		"compressed / plain (log scale)=cts_over_pts:tablespaces"
+}
+
+# PLOT_ONLY=1: draw the PNG again from the CSV of an earlier run
+if [ -n "${PLOT_ONLY:-}" ]; then
+	plot
+	exit
+fi
 
 if [ "$(id -u)" = 0 ]; then
 	rc=0
@@ -233,6 +251,7 @@ fill
 psql -c "CHECKPOINT"
 fresh=$(sizes)
 echo 1 >"$WORK/cycles"
+echo 1 >"$WORK/checkpoints"
 
 # ratio NUM DEN: NUM / DEN to three places, empty when DEN is 0
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b }'; }
@@ -255,24 +274,31 @@ SECONDS=0
 (
 	drain
 	n=1
+	ckpts=1
 	while [ "$SECONDS" -lt "$DURATION" ]; do
 		n=$((n + 1))
 		fill
 		if [ $((n % CHECKPOINT_EVERY)) = 0 ]; then
 			psql -c "CHECKPOINT"
+			ckpts=$((ckpts + 1))
+			echo "$ckpts" >"$WORK/checkpoints"
 		fi
 		drain
 		echo "$n" >"$WORK/cycles"
 	done
+	echo "$SECONDS" >"$WORK/elapsed"
 ) >"$WORK/load.log" 2>&1 &
 loader=$!
 
-t=0
+# a sample every SAMPLE seconds of the load (checking each second whether
+# the load is over, so that the end is not delayed by up to SAMPLE)
+next=$SAMPLE
 while kill -0 "$loader" 2>/dev/null; do
-	sleep "$SAMPLE"
-	t=$((t + SAMPLE))
-	kill -0 "$loader" 2>/dev/null || break
-	sample "$t" "$(sizes)" >>"$BASE.csv"
+	sleep 1
+	if [ "$SECONDS" -ge "$next" ] && kill -0 "$loader" 2>/dev/null; then
+		sample "$SECONDS" "$(sizes)" >>"$BASE.csv"
+		next=$((next + SAMPLE))
+	fi
 done
 rc=0
 wait "$loader" || rc=$?
@@ -282,12 +308,13 @@ if [ "$rc" != 0 ]; then
 	cat "$WORK/load.log" >&2
 	exit 1
 fi
-elapsed=$SECONDS
+elapsed=$(cat "$WORK/elapsed")
 
 psql -c "CHECKPOINT"
 empty=$(sizes)
 sample "$elapsed" "$empty" >>"$BASE.csv"
 ncycles=$(cycles)
+nckpts=$(cat "$WORK/checkpoints")
 fill
 psql -c "CHECKPOINT"
 refill=$(sizes)
@@ -304,14 +331,11 @@ row()
 # garbage per cycle, and the largest ratios over all samples
 IFS=, read -r _ _ _ _ _ _ _ _ _ _ _ _ _ e_garb e_qgarb e_dgarb e_tgarb <<<"$empty"
 per_cycle() { awk -v g="$1" -v n="$ncycles" 'BEGIN { printf "%.3f", g / n / 1048576 }'; }
+per_ckpt() { awk -v g="$1" -v n="$nckpts" 'BEGIN { printf "%.3f", g / n / 1048576 }'; }
 max_of() { awk -F, -v c="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next } $k > m { m = $k } END { printf "%.3f", m }' "$BASE.csv"; }
 
 if command -v gnuplot >/dev/null; then
-	"$TOP/test/bench/plot.sh" "$BASE.csv" "$BASE.png" \
-		"queue.sh: $ROWS rows a cycle, CHECKPOINT every $CHECKPOINT_EVERY cycle(s)" \
-		"physical MiB=cts_bytes:compressed tablespace,pts_bytes:plain tablespace,garbage_bytes:compressed garbage" \
-		"size / fresh load (log scale)=cts_over_fresh:compressed tablespace,c_queue_over_fresh:compressed queue,c_stage_del_over_fresh:compressed stage_del,pts_over_fresh:plain tablespace@1.15:target 1.15" \
-		"compressed / plain (log scale)=cts_over_pts:tablespaces"
+	plot
 	png="![The curves]($RESULT_NAME.png)"
 else
 	png="(gnuplot was not found: no PNG; test/bench/plot.sh draws it from the CSV)"
@@ -324,7 +348,7 @@ fi
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); commit $COMMIT"
 	echo "- machine: $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r)"
 	echo "- server: $("$BIN/postgres" --version); shared_buffers 128MB, checkpoint_timeout 5min, autovacuum on; tablespace cts WITH (compression = 'zstd'), level 1; tablespace pts plain"
-	echo "- load: $ncycles cycles in $elapsed s; a cycle fills queue, stage_del and stage_trunc with $ROWS rows each (twins in both tablespaces), CHECKPOINT every $CHECKPOINT_EVERY cycle(s), empties them, VACUUM"
+	echo "- load: $ncycles cycles in $elapsed s, $nckpts of them with a CHECKPOINT; a cycle fills queue, stage_del and stage_trunc with $ROWS rows each (twins in both tablespaces), CHECKPOINT every $CHECKPOINT_EVERY cycle(s), empties them, VACUUM"
 	echo "- raw samples: [$RESULT_NAME.csv]($RESULT_NAME.csv)"
 	echo
 	echo "Sizes in MiB. cts, pts: pg_tablespace_size of the compressed and the"
@@ -339,6 +363,7 @@ fi
 	row "end, filled again (CHECKPOINT)" "$refill"
 	echo
 	echo "- garbage per cycle: $(per_cycle "$e_garb") MiB ($(mb "$e_garb") MiB after $ncycles cycles); queue $(per_cycle "$e_qgarb") MiB (fresh load $(mb "$f_cq") MiB), stage_del $(per_cycle "$e_dgarb") MiB (fresh load $(mb "$f_cd") MiB), stage_trunc $(per_cycle "$e_tgarb") MiB (fresh load $(mb "$f_ct") MiB)"
+	echo "- garbage per CHECKPOINT that wrote the tables full ($nckpts, the fresh load's included): $(per_ckpt "$e_garb") MiB; queue $(per_ckpt "$e_qgarb") MiB, stage_del $(per_ckpt "$e_dgarb") MiB"
 	echo "- largest physical / fresh over the samples: compressed tablespace $(max_of cts_over_fresh), compressed queue $(max_of c_queue_over_fresh), compressed stage_del $(max_of c_stage_del_over_fresh), compressed stage_trunc $(max_of c_stage_trunc_over_fresh); plain tablespace $(max_of pts_over_fresh)"
 	echo "- filled again against the fresh load, at the same point of the cycle: compressed $(ratio "${refill%%,*}" "$f_cts"), plain $(IFS=, read -r _ p _ <<<"$refill"; ratio "$p" "$f_pts")"
 	echo
