@@ -16,6 +16,11 @@
 # garbage), the sizes again, and the same rows loaded afresh into new
 # compressed tables for comparison.
 #
+# The curve's raw numbers (bytes) go to the CSV of OUTPUT's name
+# (OUTPUT.csv; build/bench/longrun/results.csv for standard output), and
+# when gnuplot is there (as root, the script installs gnuplot-nox) its plot
+# to OUTPUT.png, drawn by test/bench/plot.sh.
+#
 # Environment: SCALE (20), CLIENTS (8), DURATION (1800), SAMPLE (60).
 
 set -euo pipefail
@@ -31,9 +36,25 @@ DURATION=${DURATION:-1800}
 SAMPLE=${SAMPLE:-60}
 export SCALE CLIENTS DURATION SAMPLE
 
+# the CSV and PNG next to OUTPUT.md
+case $OUT in
+	/dev/*) BASE=$WORK/results ;;
+	*) BASE=${OUT%.md} ;;
+esac
+RESULT_NAME=${RESULT_NAME:-$(basename "$BASE")}
+export RESULT_NAME
+
 if [ "$(id -u)" = 0 ]; then
-	bench_as_test_user "$WORK" "$OUT" "$0"
-	exit
+	rc=0
+	bench_as_test_user "$WORK" "$OUT" "$0" gnuplot-nox || rc=$?
+	if [ "$BASE" != "$WORK/results" ]; then
+		for ext in csv png; do
+			if [ -f "$WORK/results.$ext" ]; then
+				cp "$WORK/results.$ext" "$BASE.$ext"
+			fi
+		done
+	fi
+	exit $rc
 fi
 
 mkdir -p "$WORK"
@@ -64,6 +85,10 @@ xacts() { psql -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'pos
 
 read -r fresh_phys fresh_log fresh_garb fresh_slack fresh_stored < <(sizes)
 start_xacts=$(xacts)
+{
+	echo "seconds,transactions,physical_bytes,logical_bytes,stored_bytes,slack_bytes,garbage_bytes,physical_over_fresh"
+	echo "0,0,$fresh_phys,$fresh_log,$fresh_stored,$fresh_slack,$fresh_garb,1.000"
+} >"$BASE.csv"
 
 "$BIN/pgbench" -h 127.0.0.1 -p "$port" -c "$CLIENTS" -j 2 -T "$DURATION" \
 	postgres >"$WORK/pgbench.log" 2>&1 &
@@ -78,6 +103,7 @@ while kill -0 "$bench" 2>/dev/null; do
 	read -r phys log garb slack stored < <(psql -F ' ' -c "$SIZES")
 	x=$(($(xacts) - start_xacts))
 	curve+="| $t | $x | $(mb "$log") | $(mb "$phys") | $(mb "$stored") | $(mb "$slack") | $(mb "$garb") | $(awk -v p="$phys" -v f="$fresh_phys" 'BEGIN { printf "%.2f", p / f }') |"$'\n'
+	echo "$t,$x,$phys,$log,$stored,$slack,$garb,$(awk -v p="$phys" -v f="$fresh_phys" 'BEGIN { printf "%.3f", p / f }')" >>"$BASE.csv"
 done
 wait "$bench"
 tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$WORK/pgbench.log" | head -1)
@@ -105,6 +131,16 @@ relsize()
 reclaimed=$(relsize public)
 reloaded=$(relsize fresh)
 
+if command -v gnuplot >/dev/null; then
+	"$TOP/test/bench/plot.sh" "$BASE.csv" "$BASE.png" \
+		"longrun.sh: pgbench scale $SCALE, $CLIENTS clients" \
+		"MiB=physical_bytes:physical,stored_bytes:stored,slack_bytes:slack,garbage_bytes:garbage" \
+		"physical / fresh load=physical_over_fresh:physical / fresh@1.15:target 1.15"
+	png="![The curve]($RESULT_NAME.png)"
+else
+	png="(gnuplot was not found: no PNG; test/bench/plot.sh draws it from the CSV)"
+fi
+
 {
 	echo "# Compressed tablespace under a long update-heavy load"
 	echo
@@ -131,7 +167,9 @@ reloaded=$(relsize fresh)
 	echo "primary keys take $(mb "$reloaded") MiB: ratio $(awk -v a="$reclaimed" -v b="$reloaded" 'BEGIN { printf "%.3f", a / b }')."
 	echo
 	echo "The curve (every $SAMPLE s; no checkpoint forced, so recent writes may"
-	echo "still sit in shared buffers):"
+	echo "still sit in shared buffers; raw numbers in [$RESULT_NAME.csv]($RESULT_NAME.csv)):"
+	echo
+	echo "$png"
 	echo
 	echo "| seconds | transactions | logical | physical | stored | slack | garbage | physical / fresh |"
 	echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
