@@ -112,10 +112,18 @@ while (my $line = <STDIN>)
 		}
 		next;
 	}
-	my $header = substr($file, 0, 512);
+	# the header as pcs_fuzz.c reads it from an input: the first 48 bytes,
+	# then (format 3) the four shared words of sectors 1 to 3
+	my $h = PgStrata::PcsFile::parse_header(substr($file, 0, 2048));
+	my $v3 = $h->{version} == 3;
+	my $header = $v3 ?
+	  substr($file, 0, 48) . substr($file, 512, 16) . substr($file, 1024, 8)
+	  . substr($file, 1536, 8) : substr($file, 0, 48);
+	$header .= "\0" x (512 - length($header));
+	my $unit = $h->{unit_size};
 	my $algo = ord(substr($header, 12, 1));
-	my $h = PgStrata::PcsFile::parse_header($header);
 	my $nblocks = $h->{nblocks} // die "$path: unsound block count word";
+	$rel = "v3-$rel" if $v3;
 	put("header-$rel", chr(0) . $header);
 	next if $nblocks == 0;
 	my @entries;
@@ -134,20 +142,25 @@ while (my $line = <STDIN>)
 			my ($first, $stored, $units) = unpack("V v C", $entries[$b]);
 			$end = $first + $units if $first + $units > $end;
 		}
-		next if $end > 64;    # keep seeds small: 32 kB of data at most
+		next if $end * $unit > 32768;    # keep seeds small
 		my $cut = $header;
-		substr($cut, PgStrata::PcsFile::NBLOCKS_OFFSET, 8) =
-		  PgStrata::PcsFile::nblocks_word($h->{header_crc}, 0, $k);
+		for my $copy (0 .. ($v3 ? 1 : 0))
+		{
+			substr($cut, $v3 ? 64 + 8 * $copy : 40, 8) =
+			  PgStrata::PcsFile::nblocks_word($h->{header_crc}, 0, $k, $copy);
+		}
 		put("segment-$rel-$k", chr(3) . $cut . join("", @entries[0 .. $k - 1])
-			  . substr($file, $area, $end * 512));
+			  . substr($file, $area, $end * $unit));
 	}
 	for my $b (grep { $_ < $nblocks } (0, 1, 2, $nblocks - 1))
 	{
 		my ($first, $stored, $units, $flags) = unpack("V v C C", $entries[$b]);
-		put("entry-$rel-$b", chr(1) . pack("V V", $b, $first + $units + 1) . $entries[$b]);
+		# operation byte bit 0x40: the entry is judged with format 2 units
+		put("entry-$rel-$b", chr($v3 ? 1 : 0x41)
+			  . pack("V V", $b, $first + $units + 1) . $entries[$b]);
 		next if $stored == 0;
 		put("image-$rel-$b", chr(2) . chr($algo)
-			  . substr($file, $area + 512 * $first, $stored));
+			  . substr($file, $area + $unit * $first, $stored));
 	}
 }
 ' "$WORK/data" "$1"
@@ -172,12 +185,21 @@ sub put
 # entry(first, stored, units, flags): a map entry, checksums left to the harness
 sub entry { return pack("V v C C V V", @_, 0, 0); }
 my $slot = pack("V V", 5, 1000);    # block 5, 1000 units handed out
-put("boundary-entry-stored-over-block", chr(0x81) . $slot . entry(10, 8193, 17, 1));
-put("boundary-entry-units-over-max", chr(0x81) . $slot . entry(10, 8000, 21, 1));
-put("boundary-entry-units-under-stored", chr(0x81) . $slot . entry(10, 8000, 15, 1));
-put("boundary-entry-past-limit", chr(0x81) . $slot . entry(985, 8000, 16, 1));
-put("boundary-entry-raw-short", chr(0x81) . $slot . entry(10, 8000, 16, 3));
-put("boundary-entry-unknown-flag", chr(0x81) . $slot . entry(10, 8000, 16, 5));
+# format 2 (512-byte units: operation byte bit 0x40)
+put("boundary-entry-v2-stored-over-block", chr(0xC1) . $slot . entry(10, 8193, 17, 1));
+put("boundary-entry-v2-units-over-max", chr(0xC1) . $slot . entry(10, 8000, 21, 1));
+put("boundary-entry-v2-units-under-stored", chr(0xC1) . $slot . entry(10, 8000, 15, 1));
+put("boundary-entry-v2-past-limit", chr(0xC1) . $slot . entry(985, 8000, 16, 1));
+put("boundary-entry-v2-raw-short", chr(0xC1) . $slot . entry(10, 8000, 16, 3));
+put("boundary-entry-v2-unknown-flag", chr(0xC1) . $slot . entry(10, 8000, 16, 5));
+# format 3 (128-byte units)
+put("boundary-entry-v3-stored-over-block", chr(0x81) . $slot . entry(10, 8193, 65, 1));
+put("boundary-entry-v3-units-over-max", chr(0x81) . $slot . entry(10, 8000, 81, 1));
+put("boundary-entry-v3-units-under-stored", chr(0x81) . $slot . entry(10, 8000, 62, 1));
+put("boundary-entry-v3-past-limit", chr(0x81) . $slot . entry(937, 8000, 64, 1));
+put("boundary-entry-v3-raw-short", chr(0x81) . $slot . entry(10, 8000, 64, 3));
+put("boundary-entry-v3-unknown-flag", chr(0x81) . $slot . entry(10, 8000, 64, 5));
+put("boundary-entry-v3-dictionary", chr(0x81) . $slot . entry(10, 8000, 64, 0x11));
 # header(algorithm, level, flags, nblocks [, version])
 sub header { return PgStrata::PcsFile::make_header(@_); }
 put("boundary-header-level-over", chr(0x80) . header(1, 20, 0, 0));
@@ -186,13 +208,25 @@ put("boundary-header-flags", chr(0x80) . header(2, 1, 1, 0));
 put("boundary-header-nblocks-over", chr(0x80) . header(1, 1, 0, 131073));
 put("boundary-header-algorithm", chr(0x80) . header(3, 1, 0, 0));
 put("boundary-header-version-1", chr(0x80) . header(1, 1, 0, 0, 1));
-my $h = header(1, 1, 0, 7);
+put("boundary-header-v2-units", chr(0x80) . header(1, 1, 0, 0, 2));
+put("boundary-header-version-4", chr(0x80) . header(1, 1, 0, 0, 4));
+# in an input, format 2 keeps its one block count at 40, format 3 its two
+# copies at 64 and 72 (pcs_fuzz.c)
+my $h = header(1, 1, 0, 7, 2);
 put("boundary-header-nblocks-sound", chr(0) . $h);
-substr($h, PgStrata::PcsFile::NBLOCKS_OFFSET, 1) ^= chr(1);
+substr($h, 40, 1) ^= chr(1);
 put("boundary-header-nblocks-flipped", chr(0) . $h);
-substr($h, PgStrata::PcsFile::NBLOCKS_OFFSET, 8) = "\0" x 8;
+substr($h, 40, 8) = "\0" x 8;
 put("boundary-header-nblocks-zeroed", chr(0) . $h);
+$h = header(1, 1, 0, 7);
+put("boundary-header-v3-nblocks-sound", chr(0) . $h);
+substr($h, 64, 1) ^= chr(1);
+put("boundary-header-v3-nblocks-one-copy", chr(0) . $h);
+substr($h, 72, 8) = "\0" x 8;
+put("boundary-header-v3-nblocks-no-copy", chr(0) . $h);
 # a segment of one block whose entry claims more than a block of image
-put("boundary-segment-stored-over-block", chr(0x83) . header(1, 1, 0, 1)
+put("boundary-segment-stored-over-block", chr(0x83) . header(1, 1, 0, 1, 2)
 	  . entry(0, 8193, 17, 1) . ("\x55" x (512 * 20)));
+put("boundary-segment-v3-stored-over-block", chr(0x83) . header(1, 1, 0, 1)
+	  . entry(0, 8193, 65, 1) . ("\x55" x (128 * 80)));
 ' "$OUT"

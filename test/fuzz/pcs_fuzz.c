@@ -181,6 +181,8 @@ verify_accepted_entry(const PcsMapEntry *e, uint32 unit_limit, int shift)
 		fuzz_fail("accepted a raw entry marked as shuffled or split");
 	if ((e->flags & PCS_ENTRY_SHUFFLED) && (e->flags & PCS_ENTRY_SPLIT))
 		fuzz_fail("accepted an entry marked as both shuffled and split");
+	if (e->flags & PCS_ENTRY_DICTIONARY)
+		fuzz_fail("accepted an entry naming a dictionary, which no build writes yet");
 	if (e->units < pcs_units_for(e->stored, shift) ||
 		e->units > pcs_raw_units(shift) + pcs_raw_units(shift) / 4)
 		fuzz_fail("accepted an entry with a bad unit count");
