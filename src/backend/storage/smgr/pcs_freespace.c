@@ -180,18 +180,102 @@ pcs_free_drop_entry(PcsFreeEntry *entry, uint32 hashcode)
 	pg_atomic_fetch_sub_u32(&PcsFree->entries, 1);
 }
 
+/* May run r of an entry be handed out now? */
+static inline bool
+pcs_free_run_ready(const PcsFreeEntry *entry, const PcsFreeRun *r)
+{
+	return r->clock == 0 || r->clock <= entry->synced;
+}
+
 /*
- * Add a run of free units to an entry, merged with the runs it touches.
- * A run that overlaps one already kept would be handed out twice; that is
- * a bug, and the new run is dropped (its units become garbage).  When the
- * entry is full, the smallest run goes (garbage too).
+ * Merge the runs of an entry that touch each other and may be handed out
+ * alike: two ready runs, or two that wait for the same fsync.  A ready run
+ * is never merged with one that waits, which would make it wait too: units
+ * are freed in the order they were handed out, so the units a truncation
+ * frees usually follow those the truncation before freed, and each cycle of
+ * a queue table would keep the space of the one before from being reused.
+ */
+static void
+pcs_free_coalesce(PcsFreeEntry *entry)
+{
+	bool		merged;
+
+	do
+	{
+		merged = false;
+		for (int i = 0; i < entry->nruns && !merged; i++)
+		{
+			for (int j = 0; j < entry->nruns; j++)
+			{
+				PcsFreeRun *a = &entry->runs[i];
+				PcsFreeRun *b = &entry->runs[j];
+
+				if (a->first + a->count != b->first)
+					continue;
+				if (!(pcs_free_run_ready(entry, a) && pcs_free_run_ready(entry, b)) &&
+					a->clock != b->clock)
+					continue;
+				a->count += b->count;
+				a->clock = Max(a->clock, b->clock);
+				/* the page where they meet may still hold space */
+				a->punched = false;
+				pcs_free_drop_run(entry, j);
+				merged = true;
+				break;
+			}
+		}
+	} while (merged);
+}
+
+/*
+ * Give the whole pages of run r of an entry back to the file system (file
+ * is the segment's), if it may be handed out, that is if no map on disk
+ * points into it any more.  The entry's partition lock is held
+ * exclusively, so that nobody claims the run meanwhile.  A file system
+ * that cannot punch holes keeps the pages.
+ */
+static void
+pcs_free_punch_run(PcsFreeEntry *entry, PcsFreeRun *r, File file)
+{
+	off_t		start;
+	off_t		end;
+
+	if (r->punched || file < 0 || !pcs_free_run_ready(entry, r))
+		return;
+	start = TYPEALIGN(PCS_PUNCH_PAGE, pcs_unit_offset(r->first, entry->shift));
+	end = TYPEALIGN_DOWN(PCS_PUNCH_PAGE,
+						 pcs_unit_offset(r->first + r->count, entry->shift));
+#if defined(FALLOC_FL_PUNCH_HOLE) && defined(FALLOC_FL_KEEP_SIZE)
+	/* FileSize() reopens the kernel file if fd.c closed it meanwhile */
+	if (end > start && FileSize(file) >= 0)
+		(void) fallocate(FileGetRawDesc(file),
+						 FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+						 start, end - start);
+#endif
+	r->punched = true;
+}
+
+/* Give back the whole pages of every run of an entry that may be reused */
+static void
+pcs_free_punch(PcsFreeEntry *entry, File file)
+{
+	for (int i = 0; i < entry->nruns; i++)
+		pcs_free_punch_run(entry, &entry->runs[i], file);
+}
+
+/*
+ * Add a run of free units to an entry, merged with the runs it touches
+ * that may be handed out alike (pcs_free_coalesce()).  A run that overlaps
+ * one already kept would be handed out twice; that is a bug, and the new
+ * run is dropped (its units become garbage).  When the entry is full, the
+ * smallest run goes (garbage too, but its pages are given back first if it
+ * is reusable; file is the segment's, or -1).
  */
 static void
 pcs_free_add_run(PcsFreeEntry *entry, uint32 first, uint32 count,
-				 uint64 clock)
+				 uint64 clock, File file)
 {
 	PcsFreeRun	run = {first, count, clock, false};
-	bool		merged;
 
 	Assert(count > 0 && (uint64) first + count <= PG_UINT32_MAX);
 	for (int i = 0; i < entry->nruns; i++)
@@ -207,28 +291,8 @@ pcs_free_add_run(PcsFreeEntry *entry, uint32 first, uint32 count,
 		}
 	}
 
-	/* merge with the runs right before and after, as long as there are */
-	do
-	{
-		merged = false;
-		for (int i = 0; i < entry->nruns; i++)
-		{
-			PcsFreeRun *r = &entry->runs[i];
-
-			if (r->first + r->count == run.first ||
-				run.first + run.count == r->first)
-			{
-				run.first = Min(run.first, r->first);
-				run.count += r->count;
-				/* reusable when both parts are (0 is the smallest tag) */
-				run.clock = Max(run.clock, r->clock);
-				pcs_free_drop_run(entry, i);
-				merged = true;
-				break;
-			}
-		}
-	} while (merged);
-
+	if (entry->nruns == PCS_FREE_RUNS)
+		pcs_free_coalesce(entry);
 	if (entry->nruns == PCS_FREE_RUNS)
 	{
 		int			smallest = 0;
@@ -240,9 +304,12 @@ pcs_free_add_run(PcsFreeEntry *entry, uint32 first, uint32 count,
 		}
 		if (entry->runs[smallest].count >= run.count)
 			return;
+		/* forgotten, but its space need not be: give it back if it may be */
+		pcs_free_punch_run(entry, &entry->runs[smallest], file);
 		pcs_free_drop_run(entry, smallest);
 	}
 	entry->runs[entry->nruns++] = run;
+	pcs_free_coalesce(entry);
 }
 
 /*
@@ -268,39 +335,6 @@ pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift)
 		entry->synced = 0;
 	}
 	return entry;
-}
-
-/*
- * Give the whole pages of the reusable runs of an entry that still hold
- * space back to the file system (file is the segment's); its partition
- * lock is held exclusively, so that nobody claims them meanwhile.  A file
- * system that cannot punch holes keeps them.
- */
-static void
-pcs_free_punch(PcsFreeEntry *entry, File file)
-{
-	for (int i = 0; i < entry->nruns; i++)
-	{
-		PcsFreeRun *r = &entry->runs[i];
-		off_t		start;
-		off_t		end;
-
-		if (r->punched || (r->clock != 0 && r->clock > entry->synced))
-			continue;
-		start = TYPEALIGN(PCS_PUNCH_PAGE,
-						  pcs_unit_offset(r->first, entry->shift));
-		end = TYPEALIGN_DOWN(PCS_PUNCH_PAGE,
-							 pcs_unit_offset(r->first + r->count,
-											 entry->shift));
-#if defined(FALLOC_FL_PUNCH_HOLE) && defined(FALLOC_FL_KEEP_SIZE)
-		/* FileSize() reopens the kernel file if fd.c closed it meanwhile */
-		if (end > start && FileSize(file) >= 0)
-			(void) fallocate(FileGetRawDesc(file),
-							 FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-							 start, end - start);
-#endif
-		r->punched = true;
-	}
 }
 
 /*
@@ -344,7 +378,7 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 	entry = pcs_free_entry(key, hashcode, shift);
 	if (entry != NULL)
 	{
-		pcs_free_add_run(entry, first, count, clock);
+		pcs_free_add_run(entry, first, count, clock, file);
 		if (reuse_now)
 			pcs_free_punch(entry, file);
 		if (entry->nruns == 0)
@@ -354,8 +388,11 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 }
 
 /*
- * Take count units of a segment out of its reusable free runs, the
- * smallest run that holds them; false if none does.  The units lie below
+ * Take count units of a segment out of its reusable free runs: the first
+ * units of the lowest run that holds them, so that images written one
+ * after the other fill the same file system pages (a page the file system
+ * gave back is allocated whole by the first write into it); false if no
+ * run holds them.  The units lie below
  * the end of the file (they were handed out before), and may be holes,
  * which the write into them fills.
  */
@@ -382,12 +419,9 @@ pcs_claim_units(const PcsFreeKey *key, uint32 count, uint32 *first)
 		{
 			PcsFreeRun *r = &entry->runs[i];
 
-			if (r->count < count ||
-				(r->clock != 0 && r->clock > entry->synced))
+			if (r->count < count || !pcs_free_run_ready(entry, r))
 				continue;
-			if (best < 0 || r->count < entry->runs[best].count ||
-				(r->count == entry->runs[best].count &&
-				 r->first < entry->runs[best].first))
+			if (best < 0 || r->first < entry->runs[best].first)
 				best = i;
 		}
 	}
@@ -431,7 +465,7 @@ pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
 		for (int i = 0; i < nruns; i++)
 		{
 			if (runs[i].count > 0)
-				pcs_free_add_run(entry, runs[i].first, runs[i].count, 0);
+				pcs_free_add_run(entry, runs[i].first, runs[i].count, 0, -1);
 		}
 		if (entry->nruns == 0)
 			pcs_free_drop_entry(entry, hashcode);
@@ -543,6 +577,7 @@ pcs_sync_done(const FileTag *ftag, uint64 clock, File file)
 	if (entry != NULL)
 	{
 		entry->synced = Max(entry->synced, clock);
+		pcs_free_coalesce(entry);
 		pcs_free_punch(entry, file);
 	}
 	LWLockRelease(lock);
