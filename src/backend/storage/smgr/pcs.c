@@ -1225,9 +1225,9 @@ pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
 
 /*
  * Clear the entries of blocks [from, to) of a segment that a truncation cut
- * off, and keep the units of the sound ones for reuse (pcs_freespace.c), in
- * runs of adjacent units, each once every entry pointing into it is
- * cleared.  Runs in a critical section (RelationTruncate()): nothing here
+ * off, give the whole pages of the units of the sound ones back to the file
+ * system and keep the units for reuse (pcs_freespace.c), in runs of
+ * adjacent units, each once every entry pointing into it is cleared.  Runs in a critical section (RelationTruncate()): nothing here
  * allocates memory or raises an ERROR.
  *
  * Units are kept only while the allocation word is sound for this server
@@ -1268,13 +1268,13 @@ pcs_seg_truncate_entries(SMgrRelation reln, ForkNumber forknum,
 		}
 		if (run_count > 0)
 			pcs_free_units(&key, seg->shift, run_first, run_count,
-						   SmgrIsTemp(reln), seg->vfd);
+						   SmgrIsTemp(reln), true, seg->vfd);
 		run_first = entry.first_unit;
 		run_count = entry.units;
 	}
 	if (run_count > 0)
 		pcs_free_units(&key, seg->shift, run_first, run_count,
-					   SmgrIsTemp(reln), seg->vfd);
+					   SmgrIsTemp(reln), true, seg->vfd);
 }
 
 /*
@@ -1556,7 +1556,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 
 		pcs_free_key(reln, forknum, segno, &key);
 		pcs_free_units(&key, seg->shift, old.first_unit, old.units,
-					   SmgrIsTemp(reln), seg->vfd);
+					   SmgrIsTemp(reln), false, seg->vfd);
 	}
 
 	if (extend && segblock >= nblocks)

@@ -255,6 +255,26 @@ pcs_free_punch_run(PcsFreeEntry *entry, PcsFreeRun *r, File file)
 	r->punched = true;
 }
 
+/*
+ * Give the whole pages of units [first, first + count) back to the file
+ * system now, whether they may be reused yet or not (file is the
+ * segment's)
+ */
+static void
+pcs_free_punch_range(int shift, uint32 first, uint32 count, File file)
+{
+	off_t		start = TYPEALIGN(PCS_PUNCH_PAGE, pcs_unit_offset(first, shift));
+	off_t		end = TYPEALIGN_DOWN(PCS_PUNCH_PAGE,
+									 pcs_unit_offset(first + count, shift));
+
+#if defined(FALLOC_FL_PUNCH_HOLE) && defined(FALLOC_FL_KEEP_SIZE)
+	if (end > start && file >= 0 && FileSize(file) >= 0)
+		(void) fallocate(FileGetRawDesc(file),
+						 FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+						 start, end - start);
+#endif
+}
+
 /* Give back the whole pages of every run of an entry that may be reused */
 static void
 pcs_free_punch(PcsFreeEntry *entry, File file)
@@ -346,12 +366,20 @@ pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift)
  * against an operating system crash, which fsync = off gives up surviving
  * (and the checkpointer then calls no fsync to wait for).
  *
+ * give_back_now gives the whole pages of the units back to the file system
+ * at once, before they may be reused: for a truncation, as md.c's
+ * ftruncate() does.  After an OS crash, redo may write blocks that a map
+ * on disk still places there, which then needs space, as redo of the
+ * records before an md truncation extends the file again.  The units of a
+ * page that moved wait for the fsync instead: md would have overwritten
+ * that page in place, and its recovery needs no new space there.
+ *
  * Called in critical sections (truncation): it neither allocates memory
  * nor raises an ERROR.
  */
 void
 pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
-			   bool reuse_now, File file)
+			   bool reuse_now, bool give_back_now, File file)
 {
 	uint32		hashcode;
 	LWLock	   *lock;
@@ -371,6 +399,10 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 		pg_memory_barrier();
 		clock = pg_atomic_read_u64(&PcsFree->clock);
 	}
+
+	/* nobody can claim them before they are kept below */
+	if (give_back_now)
+		pcs_free_punch_range(shift, first, count, file);
 
 	hashcode = get_hash_value(PcsFreeTable, key);
 	lock = pcs_free_lock(hashcode);
