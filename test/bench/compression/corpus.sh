@@ -20,8 +20,9 @@
 #
 # After CHECKPOINT, each relation's main fork of at least MIN_PAGES pages
 # (default 64) goes through page_codec.c at zstd level 1: plain zstd on each
-# page in 512-byte units, the storage manager's codec (transforms, estimate,
-# zstd) in the same units, and the CPU per page of both.  The codec must
+# page in the storage manager's units (128 bytes; 512 before format 3),
+# the storage manager's codec (transforms, estimate, zstd) in the same
+# units, and the CPU per page of both.  The codec must
 # never be worse than plain zstd (issue: within 2%).
 #
 # Needs sysbench (installed with apt-get when run as root).  Runs the server
@@ -140,7 +141,7 @@ psql -d postgres -c CHECKPOINT
 	echo
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, $(uname -r)"
 	echo "- command: \`test/bench/compression/corpus.sh\`, zstd level 1, relations of $MIN_PAGES pages and more"
-	echo "- ratio: logical size over the size in 512-byte units (a page that saves no unit is stored raw)"
+	echo "- ratio: logical size over the size in 128-byte units, the unit of format 3 (a page that does not save 512 bytes is stored raw)"
 	echo
 	echo "| data set | relation | pages | plain zstd | codec | codec/plain | compress µs/page plain | codec | decode µs/page plain | codec |"
 	echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"

@@ -10,7 +10,7 @@
  *
  *	  page_codec LEVEL FILE...
  *
- * prints one line: pages, the ratio in 512-byte units without and with
+ * prints one line: pages, the ratio in the storage manager's units without and with
  * the shuffle or split, then the CPU microseconds per page of compressing
  * and of decoding, without and with it.  Every decoded page is compared with the
  * original; a mismatch is reported and makes the exit status 1.
@@ -40,11 +40,14 @@ cpu_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-/* Units a compressed image of len bytes takes, raw when it saves none */
+/*
+ * Units a compressed image of len bytes takes, raw when it does not save
+ * PCS_MIN_SAVING bytes, as the storage manager stores it
+ */
 static int
 stored_units(long len)
 {
-	if (len < 0 || pcs_units_for((int) len, PCS_UNIT_SHIFT) >= PCS_RAW_UNITS)
+	if (len < 0 || len > BLCKSZ - PCS_MIN_SAVING)
 		return PCS_RAW_UNITS;
 	return pcs_units_for((int) len, PCS_UNIT_SHIFT);
 }

@@ -99,7 +99,7 @@ main(int argc, char **argv)
 	{
 		size_t		n = ZSTD_compressCCtx(cctx, out, sizeof(out),
 										  pages + p * BLCKSZ, BLCKSZ, level);
-		bool		c = !ZSTD_isError(n) && pcs_units_for((int) n, PCS_UNIT_SHIFT) < PCS_RAW_UNITS;
+		bool		c = !ZSTD_isError(n) && n <= BLCKSZ - PCS_MIN_SAVING;
 		bool		s = pcs_page_incompressible(pages + p * BLCKSZ, scratch);
 
 		compressible += c;
