@@ -112,6 +112,25 @@ median()
 		awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
 }
 
+# bench_as_test_user_with_plot WORK OUT BASE SCRIPT: run SCRIPT again as
+# the test user (bench_as_test_user, with gnuplot-nox installed for
+# test/bench/plot.sh), copy the CSV and PNG it wrote in WORK (as
+# WORK/results.*) next to BASE, and exit with its status.
+bench_as_test_user_with_plot()
+{
+	local work=$1 out=$2 base=$3 script=$4 rc=0
+
+	bench_as_test_user "$work" "$out" "$script" gnuplot-nox || rc=$?
+	if [ "$base" != "$work/results" ]; then
+		for ext in csv png; do
+			if [ -f "$work/results.$ext" ]; then
+				cp "$work/results.$ext" "$base.$ext"
+			fi
+		done
+	fi
+	exit $rc
+}
+
 # bench_as_test_user WORK OUT SCRIPT [PACKAGE...]: for a benchmark started by
 # root: install the Debian packages it needs, run SCRIPT again as the test
 # user (PostgreSQL refuses root) with WORK/results.md as its output, copy

@@ -45,16 +45,7 @@ RESULT_NAME=${RESULT_NAME:-$(basename "$BASE")}
 export RESULT_NAME
 
 if [ "$(id -u)" = 0 ]; then
-	rc=0
-	bench_as_test_user "$WORK" "$OUT" "$0" gnuplot-nox || rc=$?
-	if [ "$BASE" != "$WORK/results" ]; then
-		for ext in csv png; do
-			if [ -f "$WORK/results.$ext" ]; then
-				cp "$WORK/results.$ext" "$BASE.$ext"
-			fi
-		done
-	fi
-	exit $rc
+	bench_as_test_user_with_plot "$WORK" "$OUT" "$BASE" "$0"
 fi
 
 mkdir -p "$WORK"
