@@ -228,37 +228,9 @@ pcs_free_coalesce(PcsFreeEntry *entry)
 }
 
 /*
- * Give the whole pages of run r of an entry back to the file system (file
- * is the segment's), if it may be handed out, that is if no map on disk
- * points into it any more.  The entry's partition lock is held
- * exclusively, so that nobody claims the run meanwhile.  A file system
- * that cannot punch holes keeps the pages.
- */
-static void
-pcs_free_punch_run(PcsFreeEntry *entry, PcsFreeRun *r, File file)
-{
-	off_t		start;
-	off_t		end;
-
-	if (r->punched || file < 0 || !pcs_free_run_ready(entry, r))
-		return;
-	start = TYPEALIGN(PCS_PUNCH_PAGE, pcs_unit_offset(r->first, entry->shift));
-	end = TYPEALIGN_DOWN(PCS_PUNCH_PAGE,
-						 pcs_unit_offset(r->first + r->count, entry->shift));
-#if defined(FALLOC_FL_PUNCH_HOLE) && defined(FALLOC_FL_KEEP_SIZE)
-	/* FileSize() reopens the kernel file if fd.c closed it meanwhile */
-	if (end > start && FileSize(file) >= 0)
-		(void) fallocate(FileGetRawDesc(file),
-						 FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-						 start, end - start);
-#endif
-	r->punched = true;
-}
-
-/*
  * Give the whole pages of units [first, first + count) back to the file
  * system now, whether they may be reused yet or not (file is the
- * segment's)
+ * segment's).  A file system that cannot punch holes keeps them.
  */
 static void
 pcs_free_punch_range(int shift, uint32 first, uint32 count, File file)
@@ -273,6 +245,21 @@ pcs_free_punch_range(int shift, uint32 first, uint32 count, File file)
 						 FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 						 start, end - start);
 #endif
+}
+
+/*
+ * Give the whole pages of run r of an entry back to the file system, if it
+ * may be handed out, that is if no map on disk points into it any more.
+ * The entry's partition lock is held exclusively, so that nobody claims the
+ * run meanwhile.
+ */
+static void
+pcs_free_punch_run(PcsFreeEntry *entry, PcsFreeRun *r, File file)
+{
+	if (r->punched || file < 0 || !pcs_free_run_ready(entry, r))
+		return;
+	pcs_free_punch_range(entry->shift, r->first, r->count, file);
+	r->punched = true;
 }
 
 /* Give back the whole pages of every run of an entry that may be reused */
