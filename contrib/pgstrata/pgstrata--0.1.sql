@@ -16,7 +16,12 @@ CREATE FUNCTION pgstrata_relation_compression(rel regclass,
 	OUT empty_pages bigint,
 	OUT stored_bytes bigint,
 	OUT slack_bytes bigint,
-	OUT garbage_bytes bigint)
+	OUT garbage_bytes bigint,
+	OUT shuffled_pages bigint,
+	OUT split_pages bigint,
+	OUT dictionary_pages bigint,
+	OUT dictionaries bigint,
+	OUT dictionary_bytes bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pgstrata_relation_compression'
 LANGUAGE C STRICT PARALLEL SAFE;
@@ -78,3 +83,20 @@ CREATE FUNCTION pgstrata_toast_legacy_values(rel regclass)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'pgstrata_toast_legacy_values'
 LANGUAGE C STRICT PARALLEL SAFE;
+
+-- Train a zstd compression dictionary for each segment of a relation in a
+-- compressed tablespace, from a sample of its pages, for the images written
+-- from now on; with recompress, write every page again with it.  Only the
+-- relation's owner may.
+CREATE FUNCTION pgstrata_train_dictionary(rel regclass,
+	recompress boolean DEFAULT false,
+	OUT segment integer,
+	OUT dictionary integer,
+	OUT dictionary_bytes integer,
+	OUT sampled_pages integer,
+	OUT rewritten_pages bigint,
+	OUT sample_ratio_before float8,
+	OUT sample_ratio_after float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgstrata_train_dictionary'
+LANGUAGE C STRICT PARALLEL UNSAFE;

@@ -10,6 +10,8 @@
  * core keeps in shared memory (src/backend/storage/buffer/bulk_io.c).
  * pgstrata_toast_legacy_values(regclass) counts a table's zstd TOAST values
  * still in the encoding of earlier pgstrata builds.
+ * pgstrata_train_dictionary(regclass, bool) trains a compression dictionary
+ * for each segment of a compressed relation from a sample of its pages.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -24,13 +26,17 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/toast_compression.h"
+#include "access/xlog.h"
+#include "access/xloginsert.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_class.h"
 #include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/bulk_io.h"
 #include "storage/pcs.h"
+#include "storage/pcs_format.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
@@ -42,6 +48,20 @@ PG_FUNCTION_INFO_V1(pgstrata_relation_compression);
 PG_FUNCTION_INFO_V1(pgstrata_bulk_io);
 PG_FUNCTION_INFO_V1(pgstrata_bulk_io_reset);
 PG_FUNCTION_INFO_V1(pgstrata_toast_legacy_values);
+PG_FUNCTION_INFO_V1(pgstrata_train_dictionary);
+
+/*
+ * Dictionary training: a segment of fewer pages than this is left without
+ * (its dictionary would cost more of it than it saves); of larger ones one
+ * page in PGSTRATA_DICT_SAMPLE_EVERY is sampled, at least
+ * PGSTRATA_DICT_MIN_PAGES and at most PGSTRATA_DICT_MAX_PAGES (8 MB), and
+ * the dictionary gets a 64th of the sample (zstd's trainer wants about a
+ * hundred times its size in samples), within the format's bounds.
+ */
+#define PGSTRATA_DICT_MIN_PAGES		64
+#define PGSTRATA_DICT_MAX_PAGES		1024
+#define PGSTRATA_DICT_SAMPLE_EVERY	50
+#define PGSTRATA_DICT_MIN_SIZE		(4 * 1024)
 
 /* Rows of pgstrata_relation_compression(): one per compressed fork */
 Datum
@@ -63,8 +83,8 @@ pgstrata_relation_compression(PG_FUNCTION_ARGS)
 		for (ForkNumber fork = 0; fork <= MAX_FORKNUM; fork++)
 		{
 			PcsForkStats st;
-			Datum		values[11];
-			bool		nulls[11] = {0};
+			Datum		values[16];
+			bool		nulls[16] = {0};
 
 			if (!pcs_fork_stats(RelationGetSmgr(rel), fork, &st))
 				continue;
@@ -84,6 +104,11 @@ pgstrata_relation_compression(PG_FUNCTION_ARGS)
 			values[8] = Int64GetDatum((int64) st.stored_bytes);
 			values[9] = Int64GetDatum((int64) st.slack_bytes);
 			values[10] = Int64GetDatum((int64) st.garbage_bytes);
+			values[11] = Int64GetDatum((int64) st.shuffled_pages);
+			values[12] = Int64GetDatum((int64) st.split_pages);
+			values[13] = Int64GetDatum((int64) st.dictionary_pages);
+			values[14] = Int64GetDatum((int64) st.dictionaries);
+			values[15] = Int64GetDatum((int64) st.dictionary_bytes);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
 								 values, nulls);
 		}
@@ -180,4 +205,183 @@ pgstrata_toast_legacy_values(PG_FUNCTION_ARGS)
 	table_close(rel, AccessShareLock);
 
 	PG_RETURN_INT64(count);
+}
+
+/*
+ * Dirty every page of blocks [first, end) of a relation's main fork, so that
+ * they are written again, with the segment's new dictionary.  Each page is
+ * WAL-logged as a full-page image: the compressed storage may rewrite an
+ * image in place, and relies on redo to restore a page whose write a crash
+ * tore (README.pcs), so a page must not be written without a WAL record
+ * since the last checkpoint.
+ */
+static void
+pgstrata_rewrite_pages(Relation rel, BlockNumber first, BlockNumber end,
+					   BufferAccessStrategy strategy)
+{
+	for (BlockNumber blkno = first; blkno < end; blkno++)
+	{
+		Buffer		buf;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
+								 strategy);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		if (!PageIsNew(BufferGetPage(buf)))
+		{
+			START_CRIT_SECTION();
+			MarkBufferDirty(buf);
+			if (RelationNeedsWAL(rel))
+				log_newpage_buffer(buf, true);
+			END_CRIT_SECTION();
+		}
+		UnlockReleaseBuffer(buf);
+	}
+}
+
+/*
+ * pgstrata_train_dictionary(rel regclass, recompress bool): train a zstd
+ * dictionary on pages sampled from each segment of a compressed relation's
+ * main fork, and install it for the segment's new images; with recompress,
+ * also write every page again with it.  One row per segment.
+ *
+ * Images already stored stay as they are until their page is written again
+ * (recompress does that for all of them at the cost of writing, and
+ * WAL-logging, the whole relation).  A standby or a restored backup has the
+ * dictionaries its files were copied with; each server trains its own for
+ * the images it writes (README.pcs, "Dictionaries").
+ */
+Datum
+pgstrata_train_dictionary(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	bool		recompress = PG_GETARG_BOOL(1);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	BufferAccessStrategy strategy;
+	Relation	rel;
+	BlockNumber nblocks;
+	char	   *pages;
+	char	   *dict;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("compression dictionaries cannot be trained during recovery"),
+				 errhint("A standby compresses pages with the dictionaries its files were copied with; train new ones after promotion.")));
+
+	rel = relation_open(relid, AccessShareLock);
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER,
+					   get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+	if (!RELKIND_HAS_STORAGE(rel->rd_rel->relkind) ||
+		RELATION_IS_OTHER_TEMP(rel) ||
+		!pcs_fork_is_compressed(RelationGetSmgr(rel), MAIN_FORKNUM))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("relation \"%s\" is not stored in a compressed tablespace",
+						RelationGetRelationName(rel)),
+				 errhint("Compression dictionaries are for relations of tablespaces created WITH (compression = 'zstd').")));
+
+	strategy = GetAccessStrategy(BAS_BULKREAD);
+	pages = palloc(PGSTRATA_DICT_MAX_PAGES * BLCKSZ);
+	dict = palloc(PCS_MAX_DICTIONARY_SIZE);
+	nblocks = RelationGetNumberOfBlocksInFork(rel, MAIN_FORKNUM);
+	for (BlockNumber segno = 0; (uint64) segno * RELSEG_SIZE < nblocks; segno++)
+	{
+		BlockNumber first = segno * RELSEG_SIZE;
+		BlockNumber count = Min(RELSEG_SIZE, nblocks - first);
+		int			want;
+		int			sampled = 0;
+		int			len;
+		int			number;
+		PcsDictGain gain;
+		Datum		values[7];
+		bool		nulls[7] = {0};
+
+		if (count < PGSTRATA_DICT_MIN_PAGES)
+		{
+			ereport(NOTICE,
+					(errmsg("segment %u of relation \"%s\" has too few pages for a compression dictionary",
+							segno, RelationGetRelationName(rel)),
+					 errdetail("A segment needs at least %d pages.",
+							   PGSTRATA_DICT_MIN_PAGES)));
+			continue;
+		}
+
+		/* pages spread evenly over the segment; empty ones teach nothing */
+		want = Min(PGSTRATA_DICT_MAX_PAGES,
+				   Max(PGSTRATA_DICT_MIN_PAGES,
+					   count / PGSTRATA_DICT_SAMPLE_EVERY));
+		for (int i = 0; i < want; i++)
+		{
+			BlockNumber blkno = first + (BlockNumber) ((uint64) i * count / want);
+			Buffer		buf;
+
+			CHECK_FOR_INTERRUPTS();
+			buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
+									 strategy);
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			if (!PageIsNew(BufferGetPage(buf)))
+				memcpy(pages + (size_t) sampled++ * BLCKSZ,
+					   BufferGetPage(buf), BLCKSZ);
+			UnlockReleaseBuffer(buf);
+		}
+
+		len = -1;
+		if (sampled >= PGSTRATA_DICT_MIN_PAGES / 2)
+			len = pcs_dict_train(pages, sampled, dict,
+								 Min(PCS_MAX_DICTIONARY_SIZE,
+									 Max(PGSTRATA_DICT_MIN_SIZE,
+										 sampled * BLCKSZ / 64)));
+		if (len < 0)
+		{
+			ereport(NOTICE,
+					(errmsg("no compression dictionary could be trained for segment %u of relation \"%s\"",
+							segno, RelationGetRelationName(rel)),
+					 errdetail("Its %d sampled pages are too few or too alike.",
+							   sampled)));
+			continue;
+		}
+
+		number = pcs_install_dictionary(RelationGetSmgr(rel), MAIN_FORKNUM,
+										segno, dict, len, pages, sampled,
+										&gain);
+		if (number <= 0)
+		{
+			ereport(NOTICE,
+					(errmsg("segment %u of relation \"%s\" takes no new compression dictionary",
+							segno, RelationGetRelationName(rel)),
+					 number == 0 ?
+					 errdetail("It holds %d dictionaries, as many as a segment can.",
+							   PCS_MAX_DICTIONARIES) :
+					 number == -1 ?
+					 errdetail("Another session is installing one.") :
+					 errdetail("On %d sampled pages the dictionary of %d bytes would save %lld of %lld bytes, not enough over the segment's %u pages to pay for itself twice.",
+							   sampled, len,
+							   (long long) (gain.without - gain.with),
+							   (long long) gain.without, count)));
+			continue;
+		}
+		if (recompress)
+			pgstrata_rewrite_pages(rel, first, first + count, strategy);
+
+		values[0] = Int32GetDatum((int32) segno);
+		values[1] = Int32GetDatum(number);
+		values[2] = Int32GetDatum(len);
+		values[3] = Int32GetDatum(sampled);
+		values[4] = Int64GetDatum(recompress ? (int64) count : 0);
+		values[5] = Float8GetDatum((double) sampled * BLCKSZ / gain.without);
+		values[6] = Float8GetDatum((double) sampled * BLCKSZ / gain.with);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
+							 values, nulls);
+	}
+
+	pfree(pages);
+	pfree(dict);
+	FreeAccessStrategy(strategy);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_VOID();
 }

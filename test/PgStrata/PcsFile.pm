@@ -54,6 +54,8 @@ use constant {
 	GENERATION_OFFSET => 520,   # generation, then its check (format 3 only)
 	NBLOCKS_OFFSET => 1024,     # complement of the block count, then its check
 	NBLOCKS2_OFFSET => 1536,    # the second copy (format 2: one copy, at 40)
+	DICT_OFFSET => 2048,        # the dictionary sector (format 3): current
+	                            # word, 8 reserved bytes, then 15 records
 	HEADER_CRC_OFFSET => 24,
 };
 use constant DATA_OFFSET => MAP_OFFSET + RELSEG_SIZE * ENTRY_SIZE;
@@ -218,6 +220,20 @@ sub parse_header
 		  if defined $h{nblocks_copy}[$copy]
 		  && (!defined $h{nblocks} || $h{nblocks_copy}[$copy] > $h{nblocks});
 	}
+	# dictionary records in use (not all zeros), by number: first (unit),
+	# bytes, data_crc, record_crc, offset (of the record in the file)
+	$h{dictionaries} = {};
+	for my $n (1 .. 15)
+	{
+		last if $v2 || length($bytes) < DICT_OFFSET + 16 + 16 * $n;
+		my $off = DICT_OFFSET + 16 + 16 * ($n - 1);
+		my %r;
+		@r{qw(first bytes data_crc record_crc)} =
+		  unpack('V V V V', substr($bytes, $off, 16));
+		next unless $r{first} || $r{bytes} || $r{data_crc} || $r{record_crc};
+		$r{offset} = $off;
+		$h{dictionaries}{$n} = \%r;
+	}
 	return \%h;
 }
 
@@ -225,7 +241,7 @@ sub parse_header
 sub header
 {
 	my ($path) = @_;
-	return parse_header(read_bytes($path, 0, 2048), segno($path));
+	return parse_header(read_bytes($path, 0, DICT_OFFSET + 512), segno($path));
 }
 
 # make_header(ALGORITHM, LEVEL, FLAGS, NBLOCKS [, VERSION]): a segment 0
@@ -325,6 +341,8 @@ sub to_format_2
 	my ($path) = @_;
 	my $h = header($path);
 	die "$path is not of format 3" unless $h->{version} == 3;
+	die "$path has compression dictionaries, which format 2 cannot hold"
+	  if %{ $h->{dictionaries} };
 	my $segno = segno($path);
 	my $nblocks = $h->{nblocks};
 	my $fixed = pack('a8 V C c C C V V', MAGIC, 2, $h->{algorithm},
@@ -358,13 +376,21 @@ sub to_format_2
 }
 
 # overlaps(PATH): the pairs of blocks of a segment whose images share a
-# unit, as "A/B" separated by spaces; '' when there are none
+# unit (or an image and a dictionary: "dictionary N"), as "A/B" separated by
+# spaces; '' when there are none
 sub overlaps
 {
 	my ($path) = @_;
-	my @extents = sort { $a->[0] <=> $b->[0] }
-	  map { [ $_->[1]{first}, $_->[1]{first} + $_->[1]{units}, $_->[0] ] }
-	  entries($path);
+	my $h = header($path);
+	my $unit = $h->{unit_size};
+	my @extents = sort { $a->[0] <=> $b->[0] } (
+		(map { [ $_->[1]{first}, $_->[1]{first} + $_->[1]{units}, $_->[0] ] }
+		  entries($path)),
+		(map {
+			my $d = $h->{dictionaries}{$_};
+			[ $d->{first}, $d->{first} + int(($d->{bytes} + $unit - 1) / $unit),
+			  "dictionary $_" ]
+		} keys %{ $h->{dictionaries} }));
 	my @bad;
 	for my $i (1 .. $#extents)
 	{

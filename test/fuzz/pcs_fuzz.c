@@ -162,7 +162,8 @@ verify_accepted_header(const PcsHeader *h)
 	if (h->algorithm == PCS_ALGO_ZSTD &&
 		(h->level < PCS_ZSTD_MIN_LEVEL || h->level > PCS_ZSTD_MAX_LEVEL))
 		fuzz_fail("accepted a header with a zstd level out of range");
-	if (h->flags != 0)
+	if ((h->flags & ~PCS_HEADER_KNOWN_FLAGS) != 0 ||
+		(h->version == PCS_FORMAT_VERSION_2 && h->flags != 0))
 		fuzz_fail("accepted a header with unknown flags");
 }
 
@@ -181,8 +182,8 @@ verify_accepted_entry(const PcsMapEntry *e, uint32 unit_limit, int shift)
 		fuzz_fail("accepted a raw entry marked as shuffled or split");
 	if ((e->flags & PCS_ENTRY_SHUFFLED) && (e->flags & PCS_ENTRY_SPLIT))
 		fuzz_fail("accepted an entry marked as both shuffled and split");
-	if (e->flags & PCS_ENTRY_DICTIONARY)
-		fuzz_fail("accepted an entry naming a dictionary, which no build writes yet");
+	if ((e->flags & PCS_ENTRY_RAW) && (e->flags & PCS_ENTRY_DICTIONARY))
+		fuzz_fail("accepted a raw entry naming a dictionary");
 	if (e->units < pcs_units_for(e->stored, shift) ||
 		e->units > pcs_raw_units(shift) + pcs_raw_units(shift) / 4)
 		fuzz_fail("accepted an entry with a bad unit count");
@@ -266,8 +267,8 @@ decompress_exact(PcsAlgorithm algo, const uint8_t *src, size_t len)
 	memcpy(image, src, len);
 	(void) pcs_decompress_page(algo, image, (int) len, page);
 	/* and, as a shuffled or split image, through the inverse of each */
-	(void) pcs_decode_image(algo, PCS_ENTRY_SHUFFLED, image, (int) len, page);
-	(void) pcs_decode_image(algo, PCS_ENTRY_SPLIT, image, (int) len, page);
+	(void) pcs_decode_image(algo, PCS_ENTRY_SHUFFLED, image, (int) len, page, NULL);
+	(void) pcs_decode_image(algo, PCS_ENTRY_SPLIT, image, (int) len, page, NULL);
 	free(page);
 	free(image);
 }
@@ -352,7 +353,7 @@ fuzz_segment(const uint8_t *data, size_t size, bool fixup)
 			if (pcs_data_crc(image, entry.stored) == entry.data_crc)
 			{
 				(void) pcs_decode_image(h->algorithm, entry.flags, image,
-										entry.stored, page);
+										entry.stored, page, NULL);
 			}
 		}
 		free(page);
@@ -399,7 +400,7 @@ fuzz_roundtrip(const uint8_t *data, size_t size)
 		free(shuffled);
 	}
 
-	len = pcs_compress_page(algo, 1, page, dest, capacity, &flags, NULL);
+	len = pcs_compress_page(algo, 1, page, dest, capacity, &flags, NULL, NULL, 0);
 	if (len > capacity)
 		fuzz_fail("compression wrote more than its capacity");
 	if ((len < 0) != (flags == PCS_ENTRY_RAW))
@@ -409,7 +410,7 @@ fuzz_roundtrip(const uint8_t *data, size_t size)
 		char	   *image = malloc(len);
 
 		memcpy(image, dest, len);
-		if (pcs_decode_image(algo, flags, image, len, back) != PCS_SOUND)
+		if (pcs_decode_image(algo, flags, image, len, back, NULL) != PCS_SOUND)
 			fuzz_fail("a compressed page does not decompress");
 		if (memcmp(page, back, BLCKSZ) != 0)
 			fuzz_fail("a compressed page decompresses to other bytes");

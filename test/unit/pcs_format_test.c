@@ -305,6 +305,10 @@ test_version_2(void)
 	h.version = PCS_FORMAT_VERSION_2;
 	h.unit_shift = PCS_V2_UNIT_SHIFT;
 	reseal_header(&h);
+	check(pcs_header_check(&h) == PCS_HEADER_BAD_FLAGS,
+		  "a format 2 header with a flag is refused (format 2 defines none)");
+	h.flags = 0;
+	reseal_header(&h);
 	check(pcs_header_check(&h) == PCS_SOUND && pcs_header_other_version(&h) == 0,
 		  "a format 2 header with 512-byte units is read");
 	check(pcs_header_nblocks_copies(&h) == 1 &&
@@ -422,8 +426,25 @@ test_entry(void)
 		FIN_CRC32C(crc);
 		e.entry_crc = crc;
 	}
-	check(pcs_entry_check(&e, 3, 8, PCS_UNIT_SHIFT) == PCS_ENTRY_BAD_FLAGS,
-		  "an entry naming a dictionary is refused by a build without them");
+	check(pcs_entry_check(&e, 3, 8, PCS_UNIT_SHIFT) == PCS_SOUND &&
+		  pcs_entry_dictionary(e.flags) == 1,
+		  "an entry of a compressed image may name a dictionary");
+
+	/* a raw entry naming a dictionary, with a matching CRC */
+	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1, PCS_UNIT_SHIFT);
+	e.flags |= 0x20;
+	{
+		pg_crc32c	crc;
+		BlockNumber segblock = 3;
+
+		INIT_CRC32C(crc);
+		COMP_CRC32C(crc, &e, offsetof(PcsMapEntry, entry_crc));
+		COMP_CRC32C(crc, &segblock, sizeof(segblock));
+		FIN_CRC32C(crc);
+		e.entry_crc = crc;
+	}
+	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS, PCS_UNIT_SHIFT) == PCS_ENTRY_BAD_FLAGS,
+		  "a raw entry naming a dictionary is refused");
 
 	/* a raw entry marked as shuffled, with an entry CRC that matches */
 	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1, PCS_UNIT_SHIFT);
@@ -440,6 +461,134 @@ test_entry(void)
 	}
 	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS, PCS_UNIT_SHIFT) == PCS_ENTRY_RAW_SHUFFLED,
 		  "a raw entry marked as shuffled is refused");
+}
+
+/*
+ * Dictionaries: the header flag, the current word, the records, and images
+ * compressed with one (which decode only with it)
+ */
+static void
+test_dictionary(void)
+{
+	PcsHeader	h;
+	PcsHeader	lz4;
+	PcsDictRecord r;
+	uint64		word;
+	int			n = 0;
+	bool		all_caught = true;
+
+	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 5);
+	pcs_header_init(&lz4, PCS_ALGO_LZ4, 0, 5);
+	check(h.flags == PCS_HEADER_DICTIONARIES && lz4.flags == 0,
+		  "dictionary: new zstd segments may hold dictionaries, lz4 ones not");
+	h.flags |= 0x02;
+	reseal_header(&h);
+	check(pcs_header_check(&h) == PCS_HEADER_BAD_FLAGS,
+		  "dictionary: a header flag this build does not know is refused");
+	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 5);
+
+	/* the current word */
+	check(pcs_dict_decode(&h, 5, 0, 7, &n) == PCS_DICT_NONE,
+		  "dictionary: a zero current word names none");
+	word = pcs_dict_word(&h, 5, PCS_DICT_READY, 3, 7);
+	check(pcs_dict_decode(&h, 5, word, 7, &n) == PCS_DICT_READY && n == 3 &&
+		  pcs_dict_decode(&h, 5, word, 8, &n) == PCS_DICT_READY,
+		  "dictionary: a ready word round-trips, in any generation");
+	check(pcs_dict_decode(&h, 6, word, 7, &n) == PCS_DICT_NONE,
+		  "dictionary: a word of another segment is not taken");
+	word = pcs_dict_word(&h, 5, PCS_DICT_INSTALLING, 4, 7);
+	check(pcs_dict_decode(&h, 5, word, 7, &n) == PCS_DICT_INSTALLING && n == 4,
+		  "dictionary: an installation is seen by its own generation");
+	check(pcs_dict_decode(&h, 5, word, 8, &n) == PCS_DICT_NONE,
+		  "dictionary: an installation of an earlier generation is void");
+	for (int bit = 0; bit < 64; bit++)
+	{
+		uint64		ready = pcs_dict_word(&h, 5, PCS_DICT_READY, 3, 7);
+
+		if (pcs_dict_decode(&h, 5, ready ^ ((uint64) 1 << bit), 7, &n) != PCS_DICT_NONE)
+			all_caught = false;
+	}
+	check(all_caught, "dictionary: every single-bit flip of the current word is caught");
+
+	/* records */
+	memset(&r, 0, sizeof(r));
+	check(pcs_dict_record_is_unused(&r) &&
+		  pcs_dict_record_check(&h, 5, 1, &r, PCS_UNIT_SHIFT) == PCS_DICTIONARY_BAD_RECORD,
+		  "dictionary: an unused record describes no dictionary");
+	pcs_dict_record_set(&h, 5, 2, &r, 1000, 4096, 0xabcd);
+	check(pcs_dict_record_check(&h, 5, 2, &r, PCS_UNIT_SHIFT) == PCS_SOUND,
+		  "dictionary: a new record passes its check");
+	check(pcs_dict_record_check(&h, 5, 3, &r, PCS_UNIT_SHIFT) != PCS_SOUND &&
+		  pcs_dict_record_check(&h, 4, 2, &r, PCS_UNIT_SHIFT) != PCS_SOUND &&
+		  pcs_dict_record_check(&lz4, 5, 2, &r, PCS_UNIT_SHIFT) != PCS_SOUND,
+		  "dictionary: a record of another number, segment or header is not taken");
+	all_caught = true;
+	for (size_t i = 0; i < sizeof(r); i++)
+	{
+		for (int bit = 0; bit < 8; bit++)
+		{
+			PcsDictRecord bad = r;
+
+			((unsigned char *) &bad)[i] ^= 1 << bit;
+			if (pcs_dict_record_check(&h, 5, 2, &bad, PCS_UNIT_SHIFT) == PCS_SOUND)
+				all_caught = false;
+		}
+	}
+	check(all_caught, "dictionary: every single-bit flip of a record is caught");
+
+#ifdef USE_ZSTD
+	{
+		char	   *pages = malloc((size_t) 128 * BLCKSZ);
+		char		dictbytes[16 * 1024];
+		char		comp[BLCKSZ];
+		char		back[BLCKSZ];
+		PcsDict    *dict;
+		int			dlen;
+		int			plain = 0;
+		int			with = 0;
+		bool		round_trips = true;
+		uint8		flags;
+
+		for (int i = 0; i < 128; i++)
+			make_text_page(pages + (size_t) i * BLCKSZ, 1000 + i);
+		dlen = pcs_dict_train(pages, 128, dictbytes, sizeof(dictbytes));
+		check(dlen >= PCS_MIN_DICTIONARY_SIZE && dlen <= (int) sizeof(dictbytes),
+			  "dictionary: training on 128 text pages makes one");
+		dict = pcs_dict_prepare(PCS_ALGO_ZSTD, 1, dictbytes, dlen);
+		check(dict != NULL, "dictionary: it can be prepared");
+		check(pcs_dict_prepare(PCS_ALGO_LZ4, 1, dictbytes, dlen) == NULL,
+			  "dictionary: lz4 takes none");
+
+		/* pages it was not trained on */
+		for (int i = 0; i < 32 && dict != NULL; i++)
+		{
+			char		page[BLCKSZ];
+			int			len;
+
+			make_text_page(page, 5000 + i);
+			len = pcs_compress_page(PCS_ALGO_ZSTD, 1, page, comp, sizeof(comp),
+									&flags, NULL, NULL, 0);
+			plain += len < 0 ? BLCKSZ : len;
+			len = pcs_compress_page(PCS_ALGO_ZSTD, 1, page, comp, sizeof(comp),
+									&flags, NULL, dict, 7);
+			with += len < 0 ? BLCKSZ : len;
+			if (len < 0 || pcs_entry_dictionary(flags) != 7 ||
+				pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back, dict) != PCS_SOUND ||
+				memcmp(back, page, BLCKSZ) != 0)
+				round_trips = false;
+			if (len > 0 &&
+				pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back, NULL) != PCS_IMAGE_NO_DICTIONARY)
+				round_trips = false;
+		}
+		check(round_trips,
+			  "dictionary: images name it, decode with it, and not without it");
+		check(with < plain,
+			  "dictionary: it makes images of similar pages smaller");
+
+		pcs_dict_free(dict);
+		free(pages);
+	}
+#endif
 }
 
 /* Allocation sizes: exact for first images, slack for grown ones */
@@ -480,16 +629,16 @@ test_codec(PcsAlgorithm algo)
 	const char *name = pcs_algorithm_name(algo);
 
 	memset(page, 0, BLCKSZ);
-	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags, NULL);
+	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags, NULL, NULL, 0);
 	snprintf(msg, sizeof(msg), "%s: a zero page compresses to one unit, unshuffled", name);
 	check(len > 0 && pcs_units_for(len, PCS_UNIT_SHIFT) == 1 && flags == 0, msg);
 
 	make_text_page(page, 42);
-	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags, NULL);
+	len = pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags, NULL, NULL, 0);
 	snprintf(msg, sizeof(msg), "%s: a text page compresses and saves units", name);
 	check(len > 0 && pcs_units_for(len, PCS_UNIT_SHIFT) < PCS_RAW_UNITS, msg);
 	snprintf(msg, sizeof(msg), "%s: it decompresses to the same page", name);
-	check(len > 0 && pcs_decode_image(algo, flags, comp, len, back) == PCS_SOUND &&
+	check(len > 0 && pcs_decode_image(algo, flags, comp, len, back, NULL) == PCS_SOUND &&
 		  memcmp(page, back, BLCKSZ) == 0, msg);
 
 	snprintf(msg, sizeof(msg), "%s: a truncated image is an error", name);
@@ -506,7 +655,7 @@ test_codec(PcsAlgorithm algo)
 
 		memcpy(bad, comp, len);
 		bad[i] ^= 0x5a;
-		(void) pcs_decode_image(algo, PCS_ENTRY_SHUFFLED, bad, len, back);
+		(void) pcs_decode_image(algo, PCS_ENTRY_SHUFFLED, bad, len, back, NULL);
 		if (pcs_data_crc(bad, len) == pcs_data_crc(comp, len))
 			all_caught = false;
 	}
@@ -515,7 +664,7 @@ test_codec(PcsAlgorithm algo)
 
 	make_random_page(page, 7);
 	snprintf(msg, sizeof(msg), "%s: a random page is stored raw", name);
-	check(pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags, NULL) == -1 &&
+	check(pcs_compress_page(algo, 1, page, comp, sizeof(comp), &flags, NULL, NULL, 0) == -1 &&
 		  flags == PCS_ENTRY_RAW, msg);
 }
 
@@ -662,10 +811,10 @@ test_choice(void)
 			pcs_units_for((int) after, PCS_UNIT_SHIFT) <= pcs_units_for((int) plain, PCS_UNIT_SHIFT))
 			shuffle_hurts = false;
 		len = pcs_compress_page(PCS_ALGO_ZSTD, 1, page, comp, sizeof(comp),
-								&flags, NULL);
+								&flags, NULL, NULL, 0);
 		if (len < 0 || pcs_units_for(len, PCS_UNIT_SHIFT) > pcs_units_for((int) plain, PCS_UNIT_SHIFT) ||
 			flags != 0 ||
-			pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back) != PCS_SOUND ||
+			pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back, NULL) != PCS_SOUND ||
 			memcmp(back, page, BLCKSZ) != 0)
 			never_worse = false;
 	}
@@ -680,7 +829,7 @@ test_choice(void)
 	{
 		make_varying_heap_page(page, seed);
 		len = pcs_compress_page(PCS_ALGO_ZSTD, 1, page, comp, sizeof(comp),
-								&flags, &state);
+								&flags, &state, NULL, 0);
 		if (len < 0 || flags != 0)
 			transformed++;
 	}
@@ -694,9 +843,9 @@ test_choice(void)
 	{
 		make_btree_page(page, seed);
 		len = pcs_compress_page(PCS_ALGO_ZSTD, 1, page, comp, sizeof(comp),
-								&flags, &state);
+								&flags, &state, NULL, 0);
 		if (len >= 0 && flags == PCS_ENTRY_SHUFFLED &&
-			pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back) == PCS_SOUND &&
+			pcs_decode_image(PCS_ALGO_ZSTD, flags, comp, len, back, NULL) == PCS_SOUND &&
 			memcmp(back, page, BLCKSZ) == 0)
 			transformed++;
 	}
@@ -1143,7 +1292,7 @@ test_split(void)
 		}
 		check(refused, "entries marked split and raw, or split and shuffled, are refused");
 		check(pcs_decode_image(PCS_ALGO_ZSTD, PCS_ENTRY_SPLIT | PCS_ENTRY_SHUFFLED,
-							   image, 100, back) != PCS_SOUND,
+							   image, 100, back, NULL) != PCS_SOUND,
 			  "an image marked split and shuffled is not decoded");
 	}
 }
@@ -1425,6 +1574,7 @@ main(void)
 	test_version_2();
 	test_alloc_word();
 	test_entry();
+	test_dictionary();
 	test_allocation();
 	test_shuffle();
 	test_choice();

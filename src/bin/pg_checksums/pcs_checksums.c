@@ -6,7 +6,8 @@
  *
  * A compressed segment is not a sequence of 8 kB blocks (README.pcs in
  * src/backend/storage/smgr): a header, a map with one entry per block, and
- * page images in 512-byte units.  So each page is found through its map
+ * page images in units of 128 bytes (512 in format 2), and the
+ * segment's compression dictionaries, which some images are compressed with.  So each page is found through its map
  * entry, its image checked against the entry's CRC32C, decompressed, and
  * the page checksum computed on the page the server would see.  Damaged
  * headers, entries and images count as bad blocks, like wrong checksums.
@@ -69,16 +70,56 @@ pcs_write_at(int fd, const char *fn, const void *buf, size_t len,
 }
 
 /*
- * Read the page of one map entry into page; PCS_SOUND if it is sound, else
- * what is wrong with it.
+ * Dictionary number of segment segmentno (header as read from it), prepared
+ * into dicts[number] at its first use; PCS_SOUND, or what is wrong with it.
+ */
+static PcsProblem
+pcs_load_dictionary(int fd, const char *fn, const PcsHeader *header,
+					int segmentno, int number, uint32 unit_limit,
+					PcsDict **dicts)
+{
+	const PcsDictRecord *record = &header->dictionaries.records[number - 1];
+	PcsProblem	problem;
+	char	   *bytes;
+
+	if (dicts[number] != NULL)
+		return PCS_SOUND;
+	if ((header->flags & PCS_HEADER_DICTIONARIES) == 0 ||
+		pcs_dict_record_is_unused(record))
+		return PCS_IMAGE_NO_DICTIONARY;
+	problem = pcs_dict_record_check(header, segmentno, number, record,
+									header->unit_shift);
+	if (problem == PCS_SOUND &&
+		(uint64) record->first_unit +
+		pcs_units_for(record->bytes, header->unit_shift) > unit_limit)
+		problem = PCS_DICTIONARY_BAD_RECORD;
+	if (problem != PCS_SOUND)
+		return problem;
+	bytes = pg_malloc(record->bytes);
+	if (pcs_read_at(fd, fn, bytes, record->bytes,
+					pcs_unit_offset(record->first_unit, header->unit_shift)) != record->bytes ||
+		pcs_data_crc(bytes, record->bytes) != record->data_crc)
+		problem = PCS_DICTIONARY_BAD_CRC;
+	else if ((dicts[number] = pcs_dict_prepare(header->algorithm, header->level,
+											   bytes, record->bytes)) == NULL)
+		problem = PCS_IMAGE_DICTIONARY_FAILED;
+	pg_free(bytes);
+	return problem;
+}
+
+/*
+ * Read the page of one map entry into page, with the segment's dictionaries
+ * (dicts, loaded as needed); PCS_SOUND if it is sound, else what is wrong
+ * with it.
  */
 static PcsProblem
 pcs_read_page(int fd, const char *fn, const PcsHeader *header,
-			  const PcsMapEntry *entry, BlockNumber segblock,
-			  uint32 unit_limit, char *page)
+			  int segmentno, const PcsMapEntry *entry, BlockNumber segblock,
+			  uint32 unit_limit, char *page, PcsDict **dicts)
 {
 	PGAlignedBlock image;
 	PcsProblem	problem;
+	int			number = pcs_entry_dictionary(entry->flags);
 
 	problem = pcs_entry_check(entry, segblock, unit_limit, header->unit_shift);
 	if (problem != PCS_SOUND)
@@ -88,8 +129,15 @@ pcs_read_page(int fd, const char *fn, const PcsHeader *header,
 		return PCS_IMAGE_CUT_SHORT;
 	if (pcs_data_crc(image.data, entry->stored) != entry->data_crc)
 		return PCS_IMAGE_BAD_CRC;
+	if (number != 0)
+	{
+		problem = pcs_load_dictionary(fd, fn, header, segmentno, number,
+									  unit_limit, dicts);
+		if (problem != PCS_SOUND)
+			return problem;
+	}
 	return pcs_decode_image(header->algorithm, entry->flags, image.data,
-							entry->stored, page);
+							entry->stored, page, number != 0 ? dicts[number] : NULL);
 }
 
 /*
@@ -109,6 +157,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 	PcsHeader  *header = (PcsHeader *) hbuf.data;
 	PcsMapEntry *map;
 	PcsCodecState codec = {0};	/* as the server learns per segment */
+	PcsDict    *dicts[PCS_MAX_DICTIONARIES + 1] = {0};
 	struct stat st;
 	const char *problem = NULL;
 	PcsProblem	format_problem = PCS_SOUND;
@@ -176,6 +225,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		const char *src;
 		int			len;
 		int			units;
+		int			number;
 		uint8		image_flags;
 
 		/* a block without storage reads as zeros: a new page */
@@ -183,8 +233,8 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 			continue;
 		counts.blocks_scanned++;
 
-		format_problem = pcs_read_page(fd, fn, header, &map[b], b, unit_limit,
-									   page.data);
+		format_problem = pcs_read_page(fd, fn, header, segmentno, &map[b], b,
+									   unit_limit, page.data, dicts);
 		if (format_problem != PCS_SOUND)
 		{
 			problem = _(pcs_problem_message(format_problem));
@@ -215,10 +265,15 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		if (phdr->pd_checksum == csum)
 			continue;
 
-		/* a new image with the checksum, in fresh units at the end */
+		/*
+		 * A new image with the checksum, in fresh units at the end, with the
+		 * dictionary the old one had (it is on disk, and stays).
+		 */
 		phdr->pd_checksum = csum;
+		number = pcs_entry_dictionary(map[b].flags);
 		len = pcs_compress_page(header->algorithm, header->level, page.data,
-								image.data, BLCKSZ, &image_flags, &codec);
+								image.data, BLCKSZ, &image_flags, &codec,
+								number != 0 ? dicts[number] : NULL, number);
 		src = len < 0 ? page.data : image.data;
 		if (len < 0)
 			len = BLCKSZ;
@@ -247,5 +302,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 					 PCS_MAP_OFFSET);
 	}
 	pg_free(map);
+	for (int n = 1; n <= PCS_MAX_DICTIONARIES; n++)
+		pcs_dict_free(dicts[n]);
 	return counts;
 }

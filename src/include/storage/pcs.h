@@ -60,6 +60,11 @@ typedef struct PcsForkStats
 	uint64		stored_pages;	/* blocks with an image on disk */
 	uint64		empty_pages;	/* blocks without one: they read as zeros */
 	uint64		raw_pages;		/* images stored uncompressed */
+	uint64		shuffled_pages; /* images compressed after the page shuffle */
+	uint64		split_pages;	/* images compressed after the index split */
+	uint64		dictionary_pages;	/* images compressed with a dictionary */
+	uint64		dictionaries;	/* dictionaries the segments keep */
+	uint64		dictionary_bytes;	/* bytes of those dictionaries */
 	uint64		stored_bytes;	/* bytes of all images */
 	uint64		slack_bytes;	/* allocated to images beyond their size */
 	uint64		garbage_bytes;	/* allocated, referenced by no block */
@@ -68,6 +73,19 @@ typedef struct PcsForkStats
 
 extern bool pcs_fork_stats(SMgrRelation reln, ForkNumber forknum,
 						   PcsForkStats *stats);
+extern bool pcs_fork_is_compressed(SMgrRelation reln, ForkNumber forknum);
+
+/* what a dictionary gains on the pages sampled to train it */
+typedef struct PcsDictGain
+{
+	int64		without;		/* bytes they take stored without it */
+	int64		with;			/* ... and with it */
+} PcsDictGain;
+
+extern int	pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
+								   BlockNumber segno, const char *bytes,
+								   int len, const char *pages, int npages,
+								   PcsDictGain *gain);
 
 /* sizes (pcs.c) */
 struct stat;

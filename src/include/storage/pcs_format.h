@@ -122,6 +122,42 @@ typedef enum PcsAlgorithm
 #define PCS_ZSTD_MAX_LEVEL		19
 #define PCS_ZSTD_DEFAULT_LEVEL	1
 
+/*
+ * Header flags (version 3).  PCS_HEADER_DICTIONARIES: images of the segment
+ * may be compressed with a dictionary the segment keeps (the entry's high
+ * flag bits name it).  Set when the segment is made; builds that do not
+ * know a flag refuse the segment, so no build misreads such an image.
+ */
+#define PCS_HEADER_DICTIONARIES	0x01
+#define PCS_HEADER_KNOWN_FLAGS	PCS_HEADER_DICTIONARIES
+
+/*
+ * Compression dictionaries of a segment (version 3 with
+ * PCS_HEADER_DICTIONARIES).  Up to 15, numbered 1 to 15 (the number is
+ * stored in the four high bits of an entry's flags; 0 is "none").  Each is
+ * written once, into units of the data area, and never changed: a new one
+ * takes the next number, and the old ones stay for the images that use them.
+ */
+#define PCS_MAX_DICTIONARIES	15
+#define PCS_DICTIONARY_SHIFT	4
+/* smallest and largest dictionary the segment takes, in bytes */
+#define PCS_MIN_DICTIONARY_SIZE	256
+#define PCS_MAX_DICTIONARY_SIZE	(64 * 1024)
+
+/*
+ * Where dictionary n lies: written once, before the first image that uses
+ * it and only after its bytes are durable, so a sound record always
+ * describes bytes that are on disk.  All zeros while unused.
+ */
+typedef struct PcsDictRecord
+{
+	uint32		first_unit;		/* its first unit in the data area */
+	uint32		bytes;			/* its length */
+	uint32		data_crc;		/* CRC32C of its bytes */
+	uint32		record_crc;		/* CRC32C of the above, its number and the
+								 * segment */
+} PcsDictRecord;
+
 /* A shared 64-bit header word alone in its 512-byte sector */
 typedef struct PcsSectorWord
 {
@@ -129,6 +165,20 @@ typedef struct PcsSectorWord
 	pg_atomic_uint64 second;	/* used by the allocation sector only */
 	char		pad[PCS_SECTOR_SIZE - 2 * sizeof(pg_atomic_uint64)];
 } PcsSectorWord;
+
+/*
+ * The dictionary sector (sector 4).  current names the dictionary new
+ * images use and whether it is ready, or that a server generation is
+ * installing the next one (pcs_dict_word(); pcs.c, "Dictionaries").
+ */
+typedef struct PcsDictSector
+{
+	pg_atomic_uint64 current;
+	uint64		reserved;
+	PcsDictRecord records[PCS_MAX_DICTIONARIES];	/* number n at n - 1 */
+	char		pad[PCS_SECTOR_SIZE - 16 -
+					PCS_MAX_DICTIONARIES * sizeof(PcsDictRecord)];
+} PcsDictSector;
 
 /*
  * The segment header.  The fields up to header_crc never change after the
@@ -172,7 +222,7 @@ typedef struct PcsHeader
 	uint8		algorithm;		/* PcsAlgorithm */
 	int8		level;			/* zstd level */
 	uint8		unit_shift;		/* log2 of the unit size */
-	uint8		flags;			/* none defined yet */
+	uint8		flags;			/* PCS_HEADER_* (version 3) */
 	uint32		blcksz;			/* BLCKSZ of the build that made it */
 	uint32		relseg_size;	/* RELSEG_SIZE likewise */
 	uint32		header_crc;		/* CRC32C of the fields above */
@@ -182,6 +232,7 @@ typedef struct PcsHeader
 	char		pad_identity[PCS_SECTOR_SIZE - 48];
 	PcsSectorWord alloc;		/* sector 1: allocation and generation */
 	PcsSectorWord nblocks[2];	/* sectors 2 and 3: the block count */
+	PcsDictSector dictionaries; /* sector 4 (PCS_HEADER_DICTIONARIES) */
 } PcsHeader;
 
 /* Copies of the block count a segment of this header keeps */
@@ -216,13 +267,26 @@ pcs_header_nblocks(PcsHeader *header, int copy)
 #define PCS_ENTRY_KNOWN_FLAGS	(PCS_ENTRY_ALLOCATED | PCS_ENTRY_RAW | \
 								 PCS_ENTRY_SHUFFLED | PCS_ENTRY_SPLIT)
 /*
- * The high four bits of the flags byte are reserved for the number of a
- * compression dictionary (0: none).  No build writes one yet; a segment
- * that uses them will say so with a header flag, which builds that do not
- * know it refuse (pcs_header_check()), so an entry with these bits set is
- * damage here.
+ * The high four bits of the flags byte hold the number of the compression
+ * dictionary of a compressed image (0: none), in segments whose header has
+ * PCS_HEADER_DICTIONARIES; anywhere else they are damage.
  */
 #define PCS_ENTRY_DICTIONARY	0xF0
+
+/* Is a dictionary record unused (all zeros)? */
+static inline bool
+pcs_dict_record_is_unused(const PcsDictRecord *record)
+{
+	return record->first_unit == 0 && record->bytes == 0 &&
+		record->data_crc == 0 && record->record_crc == 0;
+}
+
+/* The dictionary number of an entry's flags */
+static inline int
+pcs_entry_dictionary(uint8 flags)
+{
+	return (flags & PCS_ENTRY_DICTIONARY) >> PCS_DICTIONARY_SHIFT;
+}
 
 /*
  * One map entry per logical block; 32 fit in a 512-byte sector, so no entry
@@ -245,7 +309,8 @@ StaticAssertDecl(offsetof(PcsHeader, v2_alloc) == 32 &&
 				 offsetof(PcsHeader, v2_nblocks) == 40 &&
 				 offsetof(PcsHeader, alloc) == PCS_SECTOR_SIZE &&
 				 offsetof(PcsHeader, nblocks) == 2 * PCS_SECTOR_SIZE &&
-				 sizeof(PcsHeader) == 4 * PCS_SECTOR_SIZE,
+				 offsetof(PcsHeader, dictionaries) == 4 * PCS_SECTOR_SIZE &&
+				 sizeof(PcsHeader) == 5 * PCS_SECTOR_SIZE,
 				 "frontend and backend must agree on the header layout");
 StaticAssertDecl(sizeof(PcsHeader) <= PCS_HEADER_SIZE,
 				 "the header must fit in its block");
@@ -358,6 +423,10 @@ typedef enum PcsProblem
 	PCS_IMAGE_NO_LAYOUT,
 	PCS_IMAGE_NO_INDEX_TUPLES,
 	PCS_IMAGE_CANNOT_JOIN,
+	PCS_IMAGE_NO_DICTIONARY,
+	PCS_IMAGE_DICTIONARY_FAILED,
+	PCS_DICTIONARY_BAD_RECORD,
+	PCS_DICTIONARY_BAD_CRC,
 } PcsProblem;
 
 extern const char *pcs_algorithm_name(PcsAlgorithm algorithm);
@@ -392,6 +461,30 @@ extern void pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock,
 extern PcsProblem pcs_entry_check(const PcsMapEntry *entry,
 								  BlockNumber segblock, uint32 unit_limit,
 								  int shift);
+
+/* the state of the dictionary sector's current word */
+typedef enum PcsDictState
+{
+	PCS_DICT_NONE,				/* the word is zero, damaged, or a void
+								 * installation: no dictionary for new images */
+	PCS_DICT_READY,				/* dictionary *number serves new images */
+	PCS_DICT_INSTALLING,		/* this generation installs *number */
+} PcsDictState;
+
+extern uint64 pcs_dict_word(const PcsHeader *header, BlockNumber segno,
+							PcsDictState state, int number,
+							uint32 generation);
+extern PcsDictState pcs_dict_decode(const PcsHeader *header,
+									BlockNumber segno, uint64 word,
+									uint32 generation, int *number);
+extern void pcs_dict_record_set(const PcsHeader *header, BlockNumber segno,
+								int number, PcsDictRecord *record,
+								uint32 first_unit, uint32 bytes,
+								uint32 data_crc);
+extern PcsProblem pcs_dict_record_check(const PcsHeader *header,
+										BlockNumber segno, int number,
+										const PcsDictRecord *record,
+										int shift);
 extern int	pcs_units_to_allocate(int stored, bool grown, int shift);
 
 /*
@@ -425,18 +518,31 @@ typedef struct PcsCodecState
 									 * pages set to a page id above
 									 * MAX_BT_CYCLE_ID */
 
+/*
+ * A compression dictionary prepared for use (pcs_codec.c): made from its
+ * bytes once per process and segment, not once per page.
+ */
+typedef struct PcsDict PcsDict;
+
 /* the page transforms (pcs_transform.c) and the estimate (pcs_estimate.c) */
 extern bool pcs_page_incompressible(const char *page, char *scratch);
 extern uint8 pcs_page_shuffle(const char *page, char *out);
 extern PcsProblem pcs_page_unshuffle(const char *in, char *page, uint8 how);
 extern int	pcs_compress_page(PcsAlgorithm algorithm, int level,
 							  const char *page, char *dest, int capacity,
-							  uint8 *image_flags, PcsCodecState *state);
+							  uint8 *image_flags, PcsCodecState *state,
+							  const PcsDict *dict, int dict_number);
 extern PcsProblem pcs_decompress_page(PcsAlgorithm algorithm,
 									  const char *src, int srclen,
 									  char *page);
 extern PcsProblem pcs_decode_image(PcsAlgorithm algorithm, uint8 flags,
-								   const char *image, int len, char *page);
+								   const char *image, int len, char *page,
+								   const PcsDict *dict);
+extern PcsDict *pcs_dict_prepare(PcsAlgorithm algorithm, int level,
+								 const char *bytes, int len);
+extern void pcs_dict_free(PcsDict *dict);
+extern int	pcs_dict_train(const char *pages, int npages, char *dict,
+						   int capacity);
 extern uint32 pcs_data_crc(const char *data, int len);
 
 #endif							/* PCS_FORMAT_H */

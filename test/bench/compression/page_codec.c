@@ -110,14 +110,14 @@ main(int argc, char **argv)
 			/* the storage manager's codec */
 			t = cpu_us();
 			len = pcs_compress_page(PCS_ALGO_ZSTD, level, page.data, image.data,
-									BLCKSZ, &flags, &codec);
+									BLCKSZ, &flags, &codec, NULL, 0);
 			c_pcs += cpu_us() - t;
 			units_pcs += stored_units(len);
 			if (len >= 0)
 			{
 				t = cpu_us();
 				if (pcs_decode_image(PCS_ALGO_ZSTD, flags, image.data, len,
-									 back.data) != PCS_SOUND ||
+									 back.data, NULL) != PCS_SOUND ||
 					memcmp(back.data, page.data, BLCKSZ) != 0)
 					mismatches++;
 				d_pcs += cpu_us() - t;

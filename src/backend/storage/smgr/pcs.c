@@ -67,6 +67,9 @@ typedef struct PcsSegment
 	uint64		alloc_seen;		/* allocation word when capacity was read */
 	dlist_node	lru;			/* place in pcs_mapped, while mapped */
 	PcsCodecState codec;		/* what the codec learnt of its pages */
+	/* its dictionaries, by number, prepared once used (pcs_seg_dictionary) */
+	PcsDict    *dicts[PCS_MAX_DICTIONARIES + 1];
+	uint16		dicts_failed;	/* numbers that failed to load, as bits */
 	/* chunks of the map known to have storage (pcs_map_chunk_ready) */
 	uint64		map_ready[(PCS_MAP_CHUNKS + 63) / 64];
 } PcsSegment;
@@ -619,6 +622,8 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 		if (seg->header != NULL)
 			pcs_unmap_segment(seg);
 		FileClose(seg->vfd);
+		for (int n = 1; n <= PCS_MAX_DICTIONARIES; n++)
+			pcs_dict_free(seg->dicts[n]);
 		pfree(seg);
 	}
 	if (reln->pcs_segs[forknum] != NULL)
@@ -827,9 +832,35 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 	if (used != NULL)
 	{
 		nblocks = pcs_seg_nblocks(seg);
-		*used = palloc(Max(nblocks, 1) * sizeof(PcsUnitRun));
+		*used = palloc((nblocks + PCS_MAX_DICTIONARIES) * sizeof(PcsUnitRun));
 		*nused = 0;
 		*all_sound = true;
+	}
+
+	/* a dictionary's units are used for the life of the segment */
+	for (int n = 1; (seg->header->flags & PCS_HEADER_DICTIONARIES) != 0 &&
+		 n <= PCS_MAX_DICTIONARIES; n++)
+	{
+		PcsDictRecord record = seg->header->dictionaries.records[n - 1];
+		uint32		units;
+
+		if (pcs_dict_record_is_unused(&record))
+			continue;
+		if (pcs_dict_record_check(seg->header, seg->segno, n, &record,
+								  seg->shift) != PCS_SOUND)
+		{
+			/* its units are unknown, so nothing can be called free */
+			if (used != NULL)
+				*all_sound = false;
+			continue;
+		}
+		units = pcs_units_for(record.bytes, seg->shift);
+		high = Max(high, record.first_unit + units);
+		if (used != NULL)
+		{
+			(*used)[*nused].first = record.first_unit;
+			(*used)[(*nused)++].count = units;
+		}
 	}
 
 	while (pos < end)
@@ -878,7 +909,7 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 				*all_sound = false;
 			else
 			{
-				Assert(*nused < nblocks);
+				Assert(*nused < nblocks + PCS_MAX_DICTIONARIES);
 				(*used)[*nused].first = entry.first_unit;
 				(*used)[(*nused)++].count = entry.units;
 			}
@@ -1317,6 +1348,275 @@ pcs_fill_segments_before(SMgrRelation reln, ForkNumber forknum,
 }
 
 /*
+ * Dictionaries.
+ *
+ * A segment made with PCS_HEADER_DICTIONARIES keeps up to 15 compression
+ * dictionaries in its data area, each described by a record in the
+ * header's dictionary sector, and each image names the one it was
+ * compressed with in its entry.  A dictionary is never changed or freed
+ * while the segment lives, so an image stays readable whatever dictionaries
+ * come after it; a truncation or rewrite that makes a new file drops them
+ * with it.  Dictionaries are not WAL-logged: full-page images and redo
+ * carry pages, not images, and every server (primary, standby, restored
+ * backup) compresses its own files, so each may train its own, as long as
+ * its files carry what their images name.  Verbatim copies of the file
+ * (base backups, pg_rewind, CREATE DATABASE FILE_COPY) carry them.
+ *
+ * The sector's current word says which dictionary new images use.  An
+ * installation (pcs_install_dictionary()) first swaps it to "generation G
+ * installs n", which excludes other installers, then writes the bytes into
+ * fresh units and the record into the header, makes both durable with one
+ * fsync, and only then swaps the word to "n is ready".  So an image that
+ * names n is written only after n is on disk, and a crash at any point
+ * leaves either no trace (the units are found free again) or a sound
+ * record nobody uses; an installation of an earlier generation is void.
+ */
+
+/*
+ * Dictionary number of a segment, prepared for this process (once: the
+ * prepared dictionary is kept with the segment).  PCS_SOUND and *dict, or
+ * what is wrong with it.
+ */
+static PcsProblem
+pcs_seg_dictionary(PcsSegment *seg, int number, const PcsDict **dict)
+{
+	PcsDictRecord record;
+	PcsProblem	problem = PCS_SOUND;
+	char	   *bytes;
+	int			nread;
+
+	Assert(number >= 1 && number <= PCS_MAX_DICTIONARIES);
+	if (seg->dicts[number] != NULL)
+	{
+		*dict = seg->dicts[number];
+		return PCS_SOUND;
+	}
+
+	record = seg->header->dictionaries.records[number - 1];
+	if ((seg->header->flags & PCS_HEADER_DICTIONARIES) == 0 ||
+		pcs_dict_record_is_unused(&record))
+		return PCS_IMAGE_NO_DICTIONARY;
+	problem = pcs_dict_record_check(seg->header, seg->segno, number, &record,
+									seg->shift);
+	if (problem == PCS_SOUND &&
+		(uint64) record.first_unit + pcs_units_for(record.bytes, seg->shift) >
+		pcs_unit_limit(seg))
+		problem = PCS_DICTIONARY_BAD_RECORD;
+	if (problem != PCS_SOUND)
+		return problem;
+
+	bytes = palloc(record.bytes);
+	nread = FileRead(seg->vfd, bytes, record.bytes,
+					 pcs_unit_offset(record.first_unit, seg->shift),
+					 WAIT_EVENT_DATA_FILE_READ);
+	if (nread < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read compression dictionary %d in file \"%s\": %m",
+						number, FilePathName(seg->vfd))));
+	if (nread != record.bytes ||
+		pcs_data_crc(bytes, record.bytes) != record.data_crc)
+		problem = PCS_DICTIONARY_BAD_CRC;
+	else
+	{
+		seg->dicts[number] = pcs_dict_prepare(seg->header->algorithm,
+											  seg->header->level,
+											  bytes, record.bytes);
+		if (seg->dicts[number] == NULL)
+			problem = PCS_IMAGE_DICTIONARY_FAILED;
+	}
+	pfree(bytes);
+	if (problem == PCS_SOUND)
+		*dict = seg->dicts[number];
+	return problem;
+}
+
+/*
+ * The dictionary new images of a segment are compressed with, and its
+ * number, or NULL.  While the next one is being installed, the one before
+ * it serves.  A dictionary that fails to load is not used again by this
+ * process; the images that name it report it when they are read.
+ */
+static const PcsDict *
+pcs_seg_current_dictionary(PcsSegment *seg, int *number)
+{
+	const PcsDict *dict;
+	int			n;
+
+	if ((seg->header->flags & PCS_HEADER_DICTIONARIES) == 0)
+		return NULL;
+	switch (pcs_dict_decode(seg->header, seg->segno,
+							pg_atomic_read_u64(&seg->header->dictionaries.current),
+							pcs_current_generation(), &n))
+	{
+		case PCS_DICT_NONE:
+			return NULL;
+		case PCS_DICT_INSTALLING:
+			n--;
+			break;
+		case PCS_DICT_READY:
+			break;
+	}
+	if (n < 1 || (seg->dicts_failed & (1 << n)) != 0)
+		return NULL;
+	if (pcs_seg_dictionary(seg, n, &dict) != PCS_SOUND)
+	{
+		seg->dicts_failed |= (1 << n);
+		return NULL;
+	}
+	*number = n;
+	return dict;
+}
+
+/*
+ * Bytes that the npages pages (BLCKSZ each) take stored in a segment, in
+ * whole units, compressed with dict or without: what the dictionary would
+ * gain on them, measured with the segment's own codec and level.
+ */
+static int64
+pcs_stored_size(PcsSegment *seg, const char *pages, int npages,
+				const PcsDict *dict)
+{
+	PGAlignedBlock image;
+	PcsCodecState codec = {0};
+	int64		total = 0;
+
+	for (int i = 0; i < npages; i++)
+	{
+		uint8		flags;
+		int			len;
+
+		len = pcs_compress_page(seg->header->algorithm, seg->header->level,
+								pages + (size_t) i * BLCKSZ, image.data,
+								BLCKSZ, &flags, &codec, dict, 1);
+		total += (int64) pcs_units_for(len < 0 ? BLCKSZ : len,
+									   seg->shift) << seg->shift;
+	}
+	return total;
+}
+
+/*
+ * Install bytes (len of them, a dictionary that pcs_dict_train() made from
+ * the npages pages sampled) as the next dictionary of segment segno of a
+ * compressed fork, for its new images.  Returns its number, or 0 if the
+ * segment has all it can take, -1 if another process is installing one, -2
+ * if it would not pay: the samples, stored with and without it (in
+ * gain->with and gain->without), must save more than the dictionary costs,
+ * counted over the segment's blocks.  The caller holds a lock that keeps the
+ * relation from being dropped or truncated.
+ */
+int
+pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
+					   BlockNumber segno, const char *bytes, int len,
+					   const char *pages, int npages, PcsDictGain *gain)
+{
+	PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
+	PcsDictSector *sector;
+	uint32		gen = pcs_current_generation();
+	uint64		old;
+	uint64		installing;
+	int			number = 0;
+	int			n;
+
+	Assert(len >= PCS_MIN_DICTIONARY_SIZE && len <= PCS_MAX_DICTIONARY_SIZE);
+	if (seg == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FILE),
+				 errmsg("segment %u of relation %s does not exist",
+						segno, relpath(reln->smgr_rlocator, forknum))));
+	if ((seg->header->flags & PCS_HEADER_DICTIONARIES) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("compressed segment file \"%s\" cannot hold compression dictionaries",
+						FilePathName(seg->vfd)),
+				 errdetail("Only zstd segments made by a build with dictionaries can hold them."),
+				 errhint("Rewrite the relation with VACUUM FULL to make its files anew.")));
+	sector = &seg->header->dictionaries;
+
+	/* what it gains on the samples, before anything is changed */
+	{
+		PcsDict    *trial = pcs_dict_prepare(seg->header->algorithm,
+											 seg->header->level, bytes, len);
+
+		if (trial == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory"),
+					 errdetail("A compression dictionary of %d bytes could not be prepared.",
+							   len)));
+		gain->without = pcs_stored_size(seg, pages, npages, NULL);
+		gain->with = pcs_stored_size(seg, pages, npages, trial);
+		pcs_dict_free(trial);
+		if ((double) (gain->without - gain->with) / npages *
+			pcs_seg_nblocks(seg) <= 2.0 * len)
+			return -2;
+	}
+
+	/* the next number: past every record and the current word's */
+	old = pg_atomic_read_u64(&sector->current);
+	for (n = 1; n <= PCS_MAX_DICTIONARIES; n++)
+		if (!pcs_dict_record_is_unused(&sector->records[n - 1]))
+			number = n;
+	switch (pcs_dict_decode(seg->header, segno, old, gen, &n))
+	{
+		case PCS_DICT_INSTALLING:
+			return -1;
+		case PCS_DICT_READY:
+			number = Max(number, n);
+			break;
+		case PCS_DICT_NONE:
+			break;
+	}
+	if (++number > PCS_MAX_DICTIONARIES)
+		return 0;
+	installing = pcs_dict_word(seg->header, segno, PCS_DICT_INSTALLING,
+							   number, gen);
+	if (!pg_atomic_compare_exchange_u64(&sector->current, &old, installing))
+		return -1;
+
+	PG_TRY();
+	{
+		int			units = pcs_units_for(len, seg->shift);
+		uint32		first = pcs_allocate(reln, seg, units);
+		PcsDictRecord record;
+		uint64		expected = installing;
+
+		if (FileWrite(seg->vfd, bytes, len, pcs_unit_offset(first, seg->shift),
+					  WAIT_EVENT_DATA_FILE_WRITE) != len)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write compression dictionary %d in file \"%s\": %m",
+							number, FilePathName(seg->vfd)),
+					 errhint("Check free disk space.")));
+		pcs_dict_record_set(seg->header, segno, number, &record, first, len,
+							pcs_data_crc(bytes, len));
+		sector->records[number - 1] = record;
+		INJECTION_POINT("pcs-dictionary-before-sync");
+
+		/* bytes and record are durable before any image can name them */
+		pcs_sync_now(reln, forknum, seg, WAIT_EVENT_DATA_FILE_SYNC);
+		if (!pg_atomic_compare_exchange_u64(&sector->current, &expected,
+											pcs_dict_word(seg->header, segno,
+														  PCS_DICT_READY,
+														  number, gen)))
+			elog(ERROR, "dictionary word of file \"%s\" changed during an installation",
+				 FilePathName(seg->vfd));
+	}
+	PG_CATCH();
+	{
+		uint64		expected = installing;
+
+		/* give the word back; the units are found free by a later generation */
+		(void) pg_atomic_compare_exchange_u64(&sector->current, &expected,
+											  old);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	seg->dicts_failed &= ~(1 << number);
+	return number;
+}
+
+/*
  * Fill buffer with a page that PageIsVerifiedExtended() rejects whether data
  * checksums are on or not: not new (pd_upper is not 0), and with flag bits
  * no page has.
@@ -1395,8 +1695,18 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		else if (pcs_data_crc(image.data, entry.stored) != entry.data_crc)
 			problem = PCS_IMAGE_BAD_CRC;
 		else
-			problem = pcs_decode_image(seg->header->algorithm, entry.flags,
-									   image.data, entry.stored, buffer);
+		{
+			const PcsDict *dict = NULL;
+
+			if (pcs_entry_dictionary(entry.flags) != 0)
+				problem = pcs_seg_dictionary(seg,
+											 pcs_entry_dictionary(entry.flags),
+											 &dict);
+			if (problem == PCS_SOUND)
+				problem = pcs_decode_image(seg->header->algorithm, entry.flags,
+										   image.data, entry.stored, buffer,
+										   dict);
+		}
 	}
 	if (problem == PCS_SOUND)
 		return;
@@ -1473,6 +1783,8 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	BlockNumber nblocks;
 	bool		old_sound;
 	bool		relocated = false;
+	const PcsDict *dict;
+	int			dict_number = 0;
 
 	if (extend)
 		pcs_fill_segments_before(reln, forknum, segno, skipFsync);
@@ -1491,9 +1803,10 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	 * written, and the image, its CRC and what reaches disk must agree.
 	 */
 	memcpy(page.data, buffer, BLCKSZ);
+	dict = pcs_seg_current_dictionary(seg, &dict_number);
 	len = pcs_compress_page(seg->header->algorithm, seg->header->level,
 							page.data, image.data, BLCKSZ, &image_flags,
-							&seg->codec);
+							&seg->codec, dict, dict_number);
 	if (len < 0)
 	{
 		src = page.data;
@@ -1594,6 +1907,13 @@ pcs_file_size(const char *path, const struct stat *st)
 	return magic == PCS_MAGIC ? (off_t) st->st_blocks * 512 : st->st_size;
 }
 
+/* Is this fork of reln stored compressed?  For callers outside pcs.c. */
+bool
+pcs_fork_is_compressed(SMgrRelation reln, ForkNumber forknum)
+{
+	return pcs_exists(reln, forknum) && pcs_is_compressed(reln, forknum);
+}
+
 /*
  * Statistics of a fork for users (the pgstrata extension): false if the
  * fork does not exist or is not compressed.  The map is read as it is in
@@ -1631,6 +1951,25 @@ pcs_fork_stats(SMgrRelation reln, ForkNumber forknum, PcsForkStats *stats)
 			live_units += entry->units;
 			if (entry->flags & PCS_ENTRY_RAW)
 				stats->raw_pages++;
+			if (entry->flags & PCS_ENTRY_SHUFFLED)
+				stats->shuffled_pages++;
+			if (entry->flags & PCS_ENTRY_SPLIT)
+				stats->split_pages++;
+			if (pcs_entry_dictionary(entry->flags) != 0)
+				stats->dictionary_pages++;
+		}
+		for (int n = 1; (seg->header->flags & PCS_HEADER_DICTIONARIES) != 0 &&
+			 n <= PCS_MAX_DICTIONARIES; n++)
+		{
+			PcsDictRecord *record = &seg->header->dictionaries.records[n - 1];
+
+			if (pcs_dict_record_check(seg->header, segno, n, record,
+									  seg->shift) != PCS_SOUND)
+				continue;
+			stats->dictionaries++;
+			stats->dictionary_bytes += record->bytes;
+			/* a dictionary's units are neither an image's nor garbage */
+			live_units += pcs_units_for(record->bytes, seg->shift);
 		}
 		stats->logical_pages += nblocks;
 		stats->slack_bytes += (live_units << seg->shift);
@@ -1642,7 +1981,7 @@ pcs_fork_stats(SMgrRelation reln, ForkNumber forknum, PcsForkStats *stats)
 		if (nblocks < RELSEG_SIZE)
 			break;
 	}
-	stats->slack_bytes -= stats->stored_bytes;
+	stats->slack_bytes -= stats->stored_bytes + stats->dictionary_bytes;
 	return true;
 }
 
@@ -1941,11 +2280,17 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 			char	   *image = pcs_staging + (item->start - items[first].start);
 			char	   *page = buffers[item->index];
 
+			int			number = pcs_entry_dictionary(item->entry.flags);
+			const PcsDict *dict = NULL;
+
 			if (item->start + item->len - items[first].start > nread ||
 				pcs_data_crc(image, item->len) != item->entry.data_crc)
 				continue;
+			if (number != 0 &&
+				pcs_seg_dictionary(seg, number, &dict) != PCS_SOUND)
+				continue;
 			if (pcs_decode_image(seg->header->algorithm, item->entry.flags,
-								 image, item->len, page) != PCS_SOUND)
+								 image, item->len, page, dict) != PCS_SOUND)
 				continue;
 			done[item->index] = true;
 		}

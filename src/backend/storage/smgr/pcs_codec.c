@@ -29,6 +29,7 @@
 #endif
 #ifdef USE_ZSTD
 #include <zstd.h>
+#include <zdict.h>
 #endif
 
 #include "storage/pcs_format.h"
@@ -38,6 +39,20 @@
 static ZSTD_CCtx *pcs_zstd_cctx = NULL;
 static ZSTD_DCtx *pcs_zstd_dctx = NULL;
 #endif
+
+/*
+ * A dictionary digested for both directions: zstd's prepared dictionaries
+ * make compressing and decoding with one cost what they cost without (the
+ * dictionary's tables are built once, here, not for every page).
+ */
+struct PcsDict
+{
+	PcsAlgorithm algorithm;
+#ifdef USE_ZSTD
+	ZSTD_CDict *cdict;
+	ZSTD_DDict *ddict;
+#endif
+};
 
 /*
  * Which pages are compressed both with and without their transform: the
@@ -64,7 +79,7 @@ static ZSTD_DCtx *pcs_zstd_dctx = NULL;
  */
 static int
 pcs_compress_bytes(PcsAlgorithm algorithm, int level, const char *src,
-				   char *dest, int capacity)
+				   char *dest, int capacity, const PcsDict *dict)
 {
 	int			len = -1;
 
@@ -91,6 +106,10 @@ pcs_compress_bytes(PcsAlgorithm algorithm, int level, const char *src,
 				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_checksumFlag, 0);
 				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_contentSizeFlag, 0);
 				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_dictIDFlag, 0);
+				/* the entry names the dictionary; its level is the segment's */
+				if (dict != NULL &&
+					ZSTD_isError(ZSTD_CCtx_refCDict(pcs_zstd_cctx, dict->cdict)))
+					return -1;
 				r = ZSTD_compress2(pcs_zstd_cctx, dest, capacity, src, BLCKSZ);
 				if (!ZSTD_isError(r))
 					len = (int) r;
@@ -99,6 +118,7 @@ pcs_compress_bytes(PcsAlgorithm algorithm, int level, const char *src,
 			break;
 		case PCS_ALGO_LZ4:
 #ifdef USE_LZ4
+			Assert(dict == NULL);
 			len = LZ4_compress_default(src, dest, BLCKSZ, capacity);
 			if (len <= 0)
 				len = -1;
@@ -130,11 +150,15 @@ pcs_compress_bytes(PcsAlgorithm algorithm, int level, const char *src,
  * between, which are compressed once.  state belongs to one segment of
  * one relation in one process (its pages are alike, more than those of a
  * whole server); NULL compresses every page both ways.
+ *
+ * With dict (prepared from the segment's dictionary dict_number), every
+ * image is compressed with it, and dict_number goes into *image_flags'
+ * dictionary bits.  Raw pages have no dictionary.
  */
 int
 pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
 				  char *dest, int capacity, uint8 *image_flags,
-				  PcsCodecState *state)
+				  PcsCodecState *state, const PcsDict *dict, int dict_number)
 {
 	PGAlignedBlock transformed;
 	PGAlignedBlock other;
@@ -142,10 +166,17 @@ pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
 	uint8		how = 0;
 	int			len;
 	int			tlen;
+	uint8		dict_flags = 0;
 
 	*image_flags = PCS_ENTRY_RAW;
 	if (algorithm == PCS_ALGO_NONE)
 		return -1;
+	if (dict != NULL)
+	{
+		Assert(dict->algorithm == algorithm);
+		Assert(dict_number >= 1 && dict_number <= PCS_MAX_DICTIONARIES);
+		dict_flags = (uint8) (dict_number << PCS_DICTIONARY_SHIFT);
+	}
 
 	try_both = state == NULL || state->pages < PCS_TRY_FIRST ||
 		state->pages % PCS_TRY_EVERY == 0;
@@ -168,17 +199,17 @@ pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
 	{
 		len = pcs_compress_bytes(algorithm, level,
 								 how != 0 ? transformed.data : page,
-								 dest, capacity);
+								 dest, capacity, dict);
 		if (len < 0 || len > BLCKSZ - PCS_MIN_SAVING)
 			return -1;
-		*image_flags = how;
+		*image_flags = how | dict_flags;
 		return len;
 	}
 
 	/* both ways: the page into dest, the transformed page into other */
-	len = pcs_compress_bytes(algorithm, level, page, dest, capacity);
+	len = pcs_compress_bytes(algorithm, level, page, dest, capacity, dict);
 	tlen = pcs_compress_bytes(algorithm, level, transformed.data, other.data,
-							  Min(capacity, BLCKSZ));
+							  Min(capacity, BLCKSZ), dict);
 	if (state != NULL)
 	{
 		/* in whole units, which is what is stored */
@@ -197,7 +228,7 @@ pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
 		how = 0;
 	if (len < 0 || len > BLCKSZ - PCS_MIN_SAVING)
 		return -1;
-	*image_flags = how;
+	*image_flags = how | dict_flags;
 	return len;
 }
 
@@ -205,9 +236,9 @@ pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
  * Decompress an image of srclen bytes into page (BLCKSZ bytes).  PCS_SOUND if it
  * decompressed to exactly one page, else what went wrong.
  */
-PcsProblem
-pcs_decompress_page(PcsAlgorithm algorithm, const char *src, int srclen,
-					char *page)
+static PcsProblem
+pcs_decompress_with(PcsAlgorithm algorithm, const char *src, int srclen,
+					char *page, const PcsDict *dict)
 {
 	switch (algorithm)
 	{
@@ -222,7 +253,12 @@ pcs_decompress_page(PcsAlgorithm algorithm, const char *src, int srclen,
 					if (pcs_zstd_dctx == NULL)
 						return PCS_IMAGE_NO_MEMORY;
 				}
-				r = ZSTD_decompressDCtx(pcs_zstd_dctx, page, BLCKSZ, src, srclen);
+				if (dict != NULL)
+					r = ZSTD_decompress_usingDDict(pcs_zstd_dctx, page, BLCKSZ,
+												   src, srclen, dict->ddict);
+				else
+					r = ZSTD_decompressDCtx(pcs_zstd_dctx, page, BLCKSZ, src,
+											srclen);
 				if (ZSTD_isError(r))
 					return PCS_IMAGE_ZSTD_FAILED;
 				if (r != BLCKSZ)
@@ -235,7 +271,11 @@ pcs_decompress_page(PcsAlgorithm algorithm, const char *src, int srclen,
 		case PCS_ALGO_LZ4:
 #ifdef USE_LZ4
 			{
-				int			r = LZ4_decompress_safe(src, page, srclen, BLCKSZ);
+				int			r;
+
+				if (dict != NULL)
+					return PCS_IMAGE_NO_DICTIONARY;
+				r = LZ4_decompress_safe(src, page, srclen, BLCKSZ);
 
 				if (r < 0)
 					return PCS_IMAGE_LZ4_FAILED;
@@ -253,16 +293,33 @@ pcs_decompress_page(PcsAlgorithm algorithm, const char *src, int srclen,
 }
 
 /*
+ * Decompress an image of srclen bytes, compressed without a dictionary,
+ * into page (BLCKSZ bytes).  PCS_SOUND if it decompressed to exactly one
+ * page, else what went wrong.
+ */
+PcsProblem
+pcs_decompress_page(PcsAlgorithm algorithm, const char *src, int srclen,
+					char *page)
+{
+	return pcs_decompress_with(algorithm, src, srclen, page, NULL);
+}
+
+/*
  * The page a stored image holds, whatever the entry's flags say it is (raw,
- * compressed, or compressed after a shuffle).  PCS_SOUND if page now holds it,
- * else what went wrong.
+ * compressed, or compressed after a shuffle, with or without a dictionary).
+ * dict is the segment's dictionary the flags name, prepared, or NULL when
+ * they name none.  PCS_SOUND if page now holds it, else what went wrong.
  */
 PcsProblem
 pcs_decode_image(PcsAlgorithm algorithm, uint8 flags, const char *image,
-				 int len, char *page)
+				 int len, char *page, const PcsDict *dict)
 {
 	PGAlignedBlock shuffled;
 	PcsProblem	problem;
+
+	if ((pcs_entry_dictionary(flags) != 0) != (dict != NULL))
+		return PCS_IMAGE_NO_DICTIONARY;
+	flags &= ~PCS_ENTRY_DICTIONARY;
 
 	if (flags & PCS_ENTRY_RAW)
 	{
@@ -272,13 +329,91 @@ pcs_decode_image(PcsAlgorithm algorithm, uint8 flags, const char *image,
 		return PCS_SOUND;
 	}
 	if ((flags & (PCS_ENTRY_SHUFFLED | PCS_ENTRY_SPLIT)) == 0)
-		return pcs_decompress_page(algorithm, image, len, page);
+		return pcs_decompress_with(algorithm, image, len, page, dict);
 	if ((flags & PCS_ENTRY_SHUFFLED) && (flags & PCS_ENTRY_SPLIT))
 		return PCS_IMAGE_SHUFFLED_AND_SPLIT;
 
-	problem = pcs_decompress_page(algorithm, image, len, shuffled.data);
+	problem = pcs_decompress_with(algorithm, image, len, shuffled.data, dict);
 	if (problem != PCS_SOUND)
 		return problem;
 	return pcs_page_unshuffle(shuffled.data, page,
 							  flags & (PCS_ENTRY_SHUFFLED | PCS_ENTRY_SPLIT));
+}
+
+/*
+ * Prepare the bytes of a dictionary (len of them) for compressing at level
+ * and for decoding.  NULL if the algorithm takes no dictionaries, if zstd
+ * does not accept the bytes, or if memory ran out; callers tell these apart
+ * by what they know (the bytes passed their CRC check, so NULL is memory or
+ * bytes this build's zstd cannot use).  Memory comes from malloc (zstd's
+ * own), so that frontend programs and the fuzz target can use it too;
+ * pcs_dict_free() gives it back.
+ */
+PcsDict *
+pcs_dict_prepare(PcsAlgorithm algorithm, int level, const char *bytes,
+				 int len)
+{
+#ifdef USE_ZSTD
+	PcsDict    *dict;
+
+	if (algorithm != PCS_ALGO_ZSTD)
+		return NULL;
+	dict = malloc(sizeof(PcsDict));
+	if (dict == NULL)
+		return NULL;
+	dict->algorithm = algorithm;
+	dict->cdict = ZSTD_createCDict(bytes, len, level);
+	dict->ddict = ZSTD_createDDict(bytes, len);
+	if (dict->cdict == NULL || dict->ddict == NULL)
+	{
+		pcs_dict_free(dict);
+		return NULL;
+	}
+	return dict;
+#else
+	return NULL;
+#endif
+}
+
+/* Give back what pcs_dict_prepare() took */
+void
+pcs_dict_free(PcsDict *dict)
+{
+	if (dict == NULL)
+		return;
+#ifdef USE_ZSTD
+	ZSTD_freeCDict(dict->cdict);
+	ZSTD_freeDDict(dict->ddict);
+#endif
+	free(dict);
+}
+
+/*
+ * Train a zstd dictionary of at most capacity bytes on npages pages (BLCKSZ
+ * bytes each, one after the other in pages), into dict: its length, or -1
+ * if training failed (too few or too uniform samples) or there is no zstd.
+ * Every page is one sample, as every page is compressed on its own.
+ */
+int
+pcs_dict_train(const char *pages, int npages, char *dict, int capacity)
+{
+#ifdef USE_ZSTD
+	size_t	   *sizes;
+	size_t		r;
+
+	if (npages <= 0)
+		return -1;
+	sizes = malloc(sizeof(size_t) * npages);
+	if (sizes == NULL)
+		return -1;
+	for (int i = 0; i < npages; i++)
+		sizes[i] = BLCKSZ;
+	r = ZDICT_trainFromBuffer(dict, capacity, pages, sizes, (unsigned) npages);
+	free(sizes);
+	if (ZDICT_isError(r) || r < PCS_MIN_DICTIONARY_SIZE)
+		return -1;
+	return (int) r;
+#else
+	return -1;
+#endif
 }

@@ -92,6 +92,8 @@ pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm, int level,
 	header->algorithm = (uint8) algorithm;
 	header->level = (int8) level;
 	header->unit_shift = PCS_UNIT_SHIFT;
+	/* only zstd takes dictionaries here */
+	header->flags = algorithm == PCS_ALGO_ZSTD ? PCS_HEADER_DICTIONARIES : 0;
 	header->blcksz = BLCKSZ;
 	header->relseg_size = RELSEG_SIZE;
 	header->header_crc = pcs_header_crc(header);
@@ -138,9 +140,13 @@ static const char *const pcs_problem_messages[] = {
 	[PCS_IMAGE_NO_LAYOUT] = gettext_noop("The block's image does not have a page layout to restore."),
 	[PCS_IMAGE_NO_INDEX_TUPLES] = gettext_noop("The page does not hold index tuples to split."),
 	[PCS_IMAGE_CANNOT_JOIN] = gettext_noop("The block's image does not hold index tuples to join."),
+	[PCS_IMAGE_NO_DICTIONARY] = gettext_noop("The block's image names a compression dictionary that the segment does not have."),
+	[PCS_IMAGE_DICTIONARY_FAILED] = gettext_noop("The compression dictionary the block's image names could not be prepared."),
+	[PCS_DICTIONARY_BAD_RECORD] = gettext_noop("The record of the compression dictionary the block's image names is damaged."),
+	[PCS_DICTIONARY_BAD_CRC] = gettext_noop("The compression dictionary the block's image names is damaged: its checksum does not match."),
 };
 
-StaticAssertDecl(lengthof(pcs_problem_messages) == PCS_IMAGE_CANNOT_JOIN + 1,
+StaticAssertDecl(lengthof(pcs_problem_messages) == PCS_DICTIONARY_BAD_CRC + 1,
 				 "every PcsProblem needs its sentence");
 
 /*
@@ -176,8 +182,9 @@ pcs_header_check(const PcsHeader *header)
 	if (header->algorithm == PCS_ALGO_ZSTD &&
 		(header->level < PCS_ZSTD_MIN_LEVEL || header->level > PCS_ZSTD_MAX_LEVEL))
 		return PCS_HEADER_BAD_LEVEL;
-	/* no flag is defined in this format version: one set is not ours */
-	if (header->flags != 0)
+	/* version 2 defines no flag; a flag this build does not know is not ours */
+	if ((header->flags & ~PCS_HEADER_KNOWN_FLAGS) != 0 ||
+		(header->version == PCS_FORMAT_VERSION_2 && header->flags != 0))
 		return PCS_HEADER_BAD_FLAGS;
 	if (header->unit_shift != (header->version == PCS_FORMAT_VERSION_2 ?
 							   PCS_V2_UNIT_SHIFT : PCS_UNIT_SHIFT) ||
@@ -211,6 +218,8 @@ pcs_header_other_version(const PcsHeader *header)
 #define PCS_WORD_NBLOCKS_2	0x6e	/* 'n' */
 #define PCS_WORD_ALLOC		0x41	/* 'A' */
 #define PCS_WORD_GENERATION	0x47	/* 'G' */
+#define PCS_WORD_DICTIONARY	0x44	/* 'D' */
+#define PCS_WORD_DICT_RECORD	0x52	/* 'R' */
 
 /*
  * The check half of a shared header word: CRC32C of the value, of what kind
@@ -372,6 +381,111 @@ pcs_alloc_decode(const PcsHeader *header, BlockNumber segno,
 }
 
 /*
+ * The current word of the dictionary sector of segment segno: dictionary
+ * number is ready for new images, or is being installed by generation.  An
+ * installation's word is checked against its generation, so that one a
+ * crash interrupted is void for every later server (pcs_dict_decode()).
+ */
+uint64
+pcs_dict_word(const PcsHeader *header, BlockNumber segno, PcsDictState state,
+			  int number, uint32 generation)
+{
+	uint32		value;
+
+	Assert(state == PCS_DICT_READY || state == PCS_DICT_INSTALLING);
+	Assert(number >= 1 && number <= PCS_MAX_DICTIONARIES);
+	value = (uint32) number | (state == PCS_DICT_INSTALLING ? 0x100 : 0);
+	return ((uint64) pcs_word_check(header, segno, PCS_WORD_DICTIONARY,
+									state == PCS_DICT_INSTALLING ? generation : 0,
+									value) << 32) | value;
+}
+
+/*
+ * What the current word of a dictionary sector says, for a process of
+ * generation: PCS_DICT_READY or PCS_DICT_INSTALLING with *number set, or
+ * PCS_DICT_NONE for a zero or damaged word and for an installation by an
+ * earlier generation, which will never finish.
+ */
+PcsDictState
+pcs_dict_decode(const PcsHeader *header, BlockNumber segno, uint64 word,
+				uint32 generation, int *number)
+{
+	uint32		value = (uint32) word;
+	uint32		check = (uint32) (word >> 32);
+	int			n = value & 0xFF;
+
+	if (n < 1 || n > PCS_MAX_DICTIONARIES || (value & ~0x1FF) != 0)
+		return PCS_DICT_NONE;
+	if ((value & 0x100) == 0)
+	{
+		if (check != pcs_word_check(header, segno, PCS_WORD_DICTIONARY, 0,
+									value))
+			return PCS_DICT_NONE;
+		*number = n;
+		return PCS_DICT_READY;
+	}
+	if (check != pcs_word_check(header, segno, PCS_WORD_DICTIONARY,
+								generation, value))
+		return PCS_DICT_NONE;
+	*number = n;
+	return PCS_DICT_INSTALLING;
+}
+
+/* CRC32C of a dictionary record's first 12 bytes, its number and segment */
+static uint32
+pcs_dict_record_crc(const PcsHeader *header, BlockNumber segno, int number,
+					const PcsDictRecord *record)
+{
+	uint32		input[6];
+	pg_crc32c	crc;
+
+	input[0] = header->header_crc;
+	input[1] = segno;
+	input[2] = PCS_WORD_DICT_RECORD;
+	input[3] = (uint32) number;
+	input[4] = record->first_unit;
+	input[5] = record->bytes;
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, input, sizeof(input));
+	COMP_CRC32C(crc, &record->data_crc, sizeof(record->data_crc));
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/* Fill in the record of dictionary number of segment segno */
+void
+pcs_dict_record_set(const PcsHeader *header, BlockNumber segno, int number,
+					PcsDictRecord *record, uint32 first_unit, uint32 bytes,
+					uint32 data_crc)
+{
+	Assert(number >= 1 && number <= PCS_MAX_DICTIONARIES);
+	Assert(bytes >= PCS_MIN_DICTIONARY_SIZE && bytes <= PCS_MAX_DICTIONARY_SIZE);
+	record->first_unit = first_unit;
+	record->bytes = bytes;
+	record->data_crc = data_crc;
+	record->record_crc = pcs_dict_record_crc(header, segno, number, record);
+}
+
+/*
+ * Check the record of dictionary number of segment segno, in a segment of
+ * units of 1 << shift bytes: PCS_SOUND, or PCS_DICTIONARY_BAD_RECORD for a
+ * record that is unused, damaged, or describes impossible bytes.
+ */
+PcsProblem
+pcs_dict_record_check(const PcsHeader *header, BlockNumber segno, int number,
+					  const PcsDictRecord *record, int shift)
+{
+	if (number < 1 || number > PCS_MAX_DICTIONARIES ||
+		(header->flags & PCS_HEADER_DICTIONARIES) == 0 ||
+		record->record_crc != pcs_dict_record_crc(header, segno, number, record) ||
+		record->bytes < PCS_MIN_DICTIONARY_SIZE ||
+		record->bytes > PCS_MAX_DICTIONARY_SIZE ||
+		(uint64) record->first_unit + pcs_units_for(record->bytes, shift) > PG_UINT32_MAX)
+		return PCS_DICTIONARY_BAD_RECORD;
+	return PCS_SOUND;
+}
+
+/*
  * CRC32C of an entry's first 12 bytes and of the block number within the
  * segment, so that an entry copied to the wrong slot is caught too.
  */
@@ -399,8 +513,10 @@ pcs_entry_set(PcsMapEntry *entry, BlockNumber segblock, uint32 first_unit,
 	Assert(stored > 0 && stored <= BLCKSZ);
 	Assert(units >= pcs_units_for(stored, shift) &&
 		   units <= pcs_raw_units(shift) + pcs_raw_units(shift) / 4);
-	Assert(image_flags == 0 || image_flags == PCS_ENTRY_RAW ||
-		   image_flags == PCS_ENTRY_SHUFFLED || image_flags == PCS_ENTRY_SPLIT);
+	Assert((image_flags & ~PCS_ENTRY_DICTIONARY) == 0 ||
+		   (image_flags & ~PCS_ENTRY_DICTIONARY) == PCS_ENTRY_SHUFFLED ||
+		   (image_flags & ~PCS_ENTRY_DICTIONARY) == PCS_ENTRY_SPLIT ||
+		   image_flags == PCS_ENTRY_RAW);
 
 	entry->first_unit = first_unit;
 	entry->stored = (uint16) stored;
@@ -424,8 +540,12 @@ pcs_entry_check(const PcsMapEntry *entry, BlockNumber segblock,
 		return PCS_SOUND;
 	if (entry->entry_crc != pcs_entry_crc(entry, segblock))
 		return PCS_ENTRY_BAD_CRC;
-	if ((entry->flags & ~PCS_ENTRY_KNOWN_FLAGS) != 0 ||
+	if ((entry->flags & ~(PCS_ENTRY_KNOWN_FLAGS | PCS_ENTRY_DICTIONARY)) != 0 ||
 		(entry->flags & PCS_ENTRY_ALLOCATED) == 0)
+		return PCS_ENTRY_BAD_FLAGS;
+	/* a raw image has no dictionary; the decoder checks that one exists */
+	if ((entry->flags & PCS_ENTRY_RAW) != 0 &&
+		pcs_entry_dictionary(entry->flags) != 0)
 		return PCS_ENTRY_BAD_FLAGS;
 	if (entry->stored == 0 || entry->stored > BLCKSZ)
 		return PCS_ENTRY_BAD_LENGTH;
