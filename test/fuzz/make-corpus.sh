@@ -205,6 +205,7 @@ sub header { return PgStrata::PcsFile::make_header(@_); }
 put("boundary-header-level-over", chr(0x80) . header(1, 20, 0, 0));
 put("boundary-header-level-under", chr(0x80) . header(1, 0, 0, 0));
 put("boundary-header-flags", chr(0x80) . header(2, 1, 1, 0));
+put("boundary-header-flags-unknown", chr(0x80) . header(1, 1, 2, 0));
 put("boundary-header-nblocks-over", chr(0x80) . header(1, 1, 0, 131073));
 put("boundary-header-algorithm", chr(0x80) . header(3, 1, 0, 0));
 put("boundary-header-version-1", chr(0x80) . header(1, 1, 0, 0, 1));
@@ -229,4 +230,26 @@ put("boundary-segment-stored-over-block", chr(0x83) . header(1, 1, 0, 1, 2)
 	  . entry(0, 8193, 17, 1) . ("\x55" x (512 * 20)));
 put("boundary-segment-v3-stored-over-block", chr(0x83) . header(1, 1, 0, 1)
 	  . entry(0, 8193, 65, 1) . ("\x55" x (128 * 80)));
+# dictionaries (operation 5): a zstd header with the dictionaries flag, a
+# current word, a number and a record (made sound by the harness), the
+# dictionary and an image; raw-content dictionaries of text, one that
+# starts with zstd'"'"'s dictionary magic and then garbage, one a byte too
+# short and one a byte too long for a record, and a header without the flag
+my $words = join(" ", map { ("carefully", "final", "deposits", "detect",
+	"slyly", "furiously", "regular", "accounts")[($_ * 7) % 8] } 1 .. 400);
+sub dict_input
+{
+	my ($flags, $number, $dict, $rest) = @_;
+	return chr(0x85) . header(1, 1, $flags, 0) . pack("Q", 0) . chr($number)
+	  . pack("V V V V", 7, 0, 0, 0) . pack("v", length($dict)) . $dict . $rest;
+}
+put("dictionary-text", dict_input(1, 1, substr($words, 0, 1024),
+	substr($words, 500, 2500)));
+put("dictionary-text-number-15", dict_input(1, 14, substr($words, 0, 4096),
+	substr($words, 100)));
+put("dictionary-magic-garbage", dict_input(1, 2,
+	pack("V", 0xEC30A437) . ("\x5a\x01\xff\x00" x 200), substr($words, 0, 3000)));
+put("dictionary-too-short", dict_input(1, 3, substr($words, 0, 255), $words));
+put("dictionary-too-long", dict_input(1, 3, substr($words x 30, 0, 65537), ""));
+put("dictionary-no-flag", dict_input(0, 1, substr($words, 0, 1024), $words));
 ' "$OUT"

@@ -23,6 +23,13 @@
  *				   decompression).  The seeds are real segment files.
  *	 4 roundtrip   algorithm (1), capacity (2), a page: pcs_compress_page()
  *				   then pcs_decompress_page() must give the page back
+ *	 5 dictionary  header (512 bytes), the dictionary sector's current word
+ *				   (8), a dictionary number (1) and its record (16), the
+ *				   dictionary's length (2) and bytes, then an image: the
+ *				   word and record checks, the dictionary prepared as pcs.c
+ *				   prepares it once its CRC matches, the image decoded with
+ *				   it, and a page made of the image's bytes compressed with
+ *				   it and given back (and refused without it)
  *
  * A header in an input is 512 bytes: the first 48 are those of a segment's
  * first sector (the fixed fields, and format 2's shared words), and the
@@ -59,6 +66,7 @@ int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_OP_DECOMPRESS	2
 #define FUZZ_OP_SEGMENT		3
 #define FUZZ_OP_ROUNDTRIP	4
+#define FUZZ_OP_DICTIONARY	5
 #define FUZZ_FIXUP			0x80
 
 /* Size of the header as a segment file holds it in the harness's input */
@@ -163,7 +171,8 @@ verify_accepted_header(const PcsHeader *h)
 		(h->level < PCS_ZSTD_MIN_LEVEL || h->level > PCS_ZSTD_MAX_LEVEL))
 		fuzz_fail("accepted a header with a zstd level out of range");
 	if ((h->flags & ~PCS_HEADER_KNOWN_FLAGS) != 0 ||
-		(h->version == PCS_FORMAT_VERSION_2 && h->flags != 0))
+		(h->version == PCS_FORMAT_VERSION_2 && h->flags != 0) ||
+		((h->flags & PCS_HEADER_DICTIONARIES) && h->algorithm != PCS_ALGO_ZSTD))
 		fuzz_fail("accepted a header with unknown flags");
 }
 
@@ -421,6 +430,147 @@ fuzz_roundtrip(const uint8_t *data, size_t size)
 	free(page);
 }
 
+/*
+ * A dictionary sector's word and record, and a dictionary and an image, as
+ * pcs.c's pcs_seg_dictionary() and read path use them
+ */
+static void
+fuzz_dictionary(const uint8_t *data, size_t size, bool fixup)
+{
+	PcsHeader  *h;
+	PcsDictRecord record;
+	uint64		word;
+	int			number;
+	int			n = 0;
+	size_t		dlen;
+	const uint8_t *dict;
+	const uint8_t *rest;
+	size_t		restlen;
+	PcsDict    *prepared = NULL;
+
+	if (size < FUZZ_HEADER_BYTES + 8 + 1 + 16 + 2)
+		return;
+	h = load_header(data, FUZZ_HEADER_BYTES);
+	if (fixup)
+		fixup_header(h, RELSEG_SIZE);
+	data += FUZZ_HEADER_BYTES;
+	size -= FUZZ_HEADER_BYTES;
+	memcpy(&word, data, 8);
+	number = 1 + data[8] % PCS_MAX_DICTIONARIES;
+	memcpy(&record, data + 9, sizeof(record));
+	dlen = (size_t) data[25] | ((size_t) data[26] << 8);
+	data += 27;
+	size -= 27;
+	dlen = Min(dlen, size);
+	dict = data;
+	rest = data + dlen;
+	restlen = size - dlen;
+
+	/* the current word: a number, if any, is one an entry can hold */
+	switch (pcs_dict_decode(h, 0, word, 1, &n))
+	{
+		case PCS_DICT_READY:
+		case PCS_DICT_INSTALLING:
+			if (n < 1 || n > PCS_MAX_DICTIONARIES)
+				fuzz_fail("decoded a dictionary number out of range");
+			break;
+		case PCS_DICT_NONE:
+			break;
+	}
+
+	if (pcs_header_check(h) != PCS_SOUND)
+	{
+		free(h);
+		return;
+	}
+	if (fixup)
+	{
+		/* the record's checksums, as pcs_format.c computes them */
+		uint32		input[6];
+
+		record.first_unit %= 100000;
+		record.bytes = (uint32) dlen;
+		record.data_crc = pcs_data_crc((const char *) dict, (int) dlen);
+		input[0] = h->header_crc;
+		input[1] = 0;
+		input[2] = 0x52;		/* 'R' */
+		input[3] = (uint32) number;
+		input[4] = record.first_unit;
+		input[5] = record.bytes;
+		record.record_crc = crc_of(input, sizeof(input), &record.data_crc,
+								   sizeof(record.data_crc));
+	}
+	if (pcs_dict_record_check(h, 0, number, &record, h->unit_shift) == PCS_SOUND)
+	{
+		char	   *bytes;
+
+		if ((h->flags & PCS_HEADER_DICTIONARIES) == 0 ||
+			record.bytes < PCS_MIN_DICTIONARY_SIZE ||
+			record.bytes > PCS_MAX_DICTIONARY_SIZE ||
+			(uint64) record.first_unit + pcs_units_for(record.bytes, h->unit_shift) > PG_UINT32_MAX)
+			fuzz_fail("accepted a dictionary record pcs.c cannot use");
+		/* pcs.c reads record.bytes bytes and checks their CRC */
+		if (record.bytes <= dlen)
+		{
+			bytes = malloc(record.bytes);
+			memcpy(bytes, dict, record.bytes);
+			if (pcs_data_crc(bytes, record.bytes) == record.data_crc)
+				prepared = pcs_dict_prepare(h->algorithm, h->level, bytes,
+											record.bytes);
+			free(bytes);
+		}
+	}
+
+	if (prepared != NULL)
+	{
+		char	   *image = malloc(Max(restlen, 1));
+		char	   *page = malloc(BLCKSZ);
+		char	   *back = malloc(BLCKSZ);
+		char	   *dest = malloc(BLCKSZ);
+		uint8		flags = (uint8) (number << PCS_DICTIONARY_SHIFT);
+		int			len;
+
+		/* any image, decoded with the dictionary, in every way */
+		memcpy(image, rest, restlen);
+		(void) pcs_decode_image(h->algorithm, flags, image, (int) restlen,
+								page, prepared);
+		(void) pcs_decode_image(h->algorithm, flags | PCS_ENTRY_SHUFFLED, image,
+								(int) restlen, page, prepared);
+		(void) pcs_decode_image(h->algorithm, flags | PCS_ENTRY_SPLIT, image,
+								(int) restlen, page, prepared);
+
+		/* a page compressed with it comes back with it, and only with it */
+		memset(page, 0, BLCKSZ);
+		memcpy(page, rest, Min(restlen, BLCKSZ));
+		len = pcs_compress_page(h->algorithm, h->level, page, dest, BLCKSZ,
+								&flags, NULL, prepared, number);
+		if ((len < 0) != (flags == PCS_ENTRY_RAW))
+			fuzz_fail("compression's flags do not say whether the page is raw");
+		if (len >= 0)
+		{
+			char	   *img = malloc(len);
+
+			memcpy(img, dest, len);
+			if (pcs_entry_dictionary(flags) != number)
+				fuzz_fail("an image compressed with a dictionary does not name it");
+			if (pcs_decode_image(h->algorithm, flags, img, len, back,
+								 prepared) != PCS_SOUND ||
+				memcmp(page, back, BLCKSZ) != 0)
+				fuzz_fail("a page compressed with a dictionary does not come back");
+			if (pcs_decode_image(h->algorithm, flags, img, len, back,
+								 NULL) != PCS_IMAGE_NO_DICTIONARY)
+				fuzz_fail("an image naming a dictionary decoded without one");
+			free(img);
+		}
+		free(dest);
+		free(back);
+		free(page);
+		free(image);
+		pcs_dict_free(prepared);
+	}
+	free(h);
+}
+
 /* The fuzzer's entry point: one input, one operation */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -447,6 +597,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case FUZZ_OP_ROUNDTRIP:
 			fuzz_roundtrip(data + 1, size - 1);
+			break;
+		case FUZZ_OP_DICTIONARY:
+			fuzz_dictionary(data + 1, size - 1, fixup);
 			break;
 		default:
 			break;

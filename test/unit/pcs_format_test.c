@@ -485,6 +485,11 @@ test_dictionary(void)
 	reseal_header(&h);
 	check(pcs_header_check(&h) == PCS_HEADER_BAD_FLAGS,
 		  "dictionary: a header flag this build does not know is refused");
+	lz4.flags = PCS_HEADER_DICTIONARIES;
+	reseal_header(&lz4);
+	check(pcs_header_check(&lz4) == PCS_HEADER_BAD_FLAGS,
+		  "dictionary: an lz4 header with the dictionaries flag is refused");
+	pcs_header_init(&lz4, PCS_ALGO_LZ4, 0, 5);
 	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 5);
 
 	/* the current word */

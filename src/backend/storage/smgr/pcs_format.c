@@ -182,9 +182,14 @@ pcs_header_check(const PcsHeader *header)
 	if (header->algorithm == PCS_ALGO_ZSTD &&
 		(header->level < PCS_ZSTD_MIN_LEVEL || header->level > PCS_ZSTD_MAX_LEVEL))
 		return PCS_HEADER_BAD_LEVEL;
-	/* version 2 defines no flag; a flag this build does not know is not ours */
+	/*
+	 * version 2 defines no flag, only zstd takes dictionaries, and a flag
+	 * this build does not know is not ours
+	 */
 	if ((header->flags & ~PCS_HEADER_KNOWN_FLAGS) != 0 ||
-		(header->version == PCS_FORMAT_VERSION_2 && header->flags != 0))
+		(header->version == PCS_FORMAT_VERSION_2 && header->flags != 0) ||
+		((header->flags & PCS_HEADER_DICTIONARIES) != 0 &&
+		 header->algorithm != PCS_ALGO_ZSTD))
 		return PCS_HEADER_BAD_FLAGS;
 	if (header->unit_shift != (header->version == PCS_FORMAT_VERSION_2 ?
 							   PCS_V2_UNIT_SHIFT : PCS_UNIT_SHIFT) ||
