@@ -100,3 +100,19 @@ CREATE FUNCTION pgstrata_train_dictionary(rel regclass,
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'pgstrata_train_dictionary'
 LANGUAGE C STRICT PARALLEL UNSAFE;
+
+-- What the main fork of a relation, stored anywhere, would compress to in
+-- a compressed tablespace of that algorithm and level: its pages sampled
+-- and run through the real codec, without and with a trained dictionary.
+-- Nothing is written.  Only the relation's owner may.
+CREATE FUNCTION pgstrata_estimate_compression(rel regclass,
+	algorithm text DEFAULT 'zstd',
+	level integer DEFAULT 1,
+	OUT pages bigint,
+	OUT sampled_pages integer,
+	OUT ratio float8,
+	OUT ratio_with_dictionary float8,
+	OUT dictionary_bytes integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgstrata_estimate_compression'
+LANGUAGE C STRICT PARALLEL SAFE;

@@ -12,6 +12,8 @@
  * still in the encoding of earlier pgstrata builds.
  * pgstrata_train_dictionary(regclass, bool) trains a compression dictionary
  * for each segment of a compressed relation from a sample of its pages.
+ * pgstrata_estimate_compression(regclass, ...) says what a relation, stored
+ * anywhere, would compress to, from its pages run through the real codec.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -49,6 +51,7 @@ PG_FUNCTION_INFO_V1(pgstrata_bulk_io);
 PG_FUNCTION_INFO_V1(pgstrata_bulk_io_reset);
 PG_FUNCTION_INFO_V1(pgstrata_toast_legacy_values);
 PG_FUNCTION_INFO_V1(pgstrata_train_dictionary);
+PG_FUNCTION_INFO_V1(pgstrata_estimate_compression);
 
 /*
  * Dictionary training: a segment of fewer pages than this is left without
@@ -208,6 +211,69 @@ pgstrata_toast_legacy_values(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Read up to want pages of blocks [first, first + count) of a relation's
+ * main fork, spread evenly and skipping new (all-zero) ones, into pages:
+ * how many were read.
+ */
+static int
+pgstrata_sample_pages(Relation rel, BlockNumber first, BlockNumber count,
+					  int want, char *pages, BufferAccessStrategy strategy)
+{
+	int			sampled = 0;
+
+	want = Min((BlockNumber) want, count);
+	for (int i = 0; i < want; i++)
+	{
+		BlockNumber blkno = first + (BlockNumber) ((uint64) i * count / want);
+		Buffer		buf;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
+								 strategy);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		if (!PageIsNew(BufferGetPage(buf)))
+			memcpy(pages + (size_t) sampled++ * BLCKSZ,
+				   BufferGetPage(buf), BLCKSZ);
+		UnlockReleaseBuffer(buf);
+	}
+	return sampled;
+}
+
+/*
+ * Bytes that pages (npages of them, one after the other) take stored by the
+ * codec of compressed tablespaces with algorithm, level and dict (or NULL),
+ * in the units of the current format, raw where they do not save enough
+ */
+static int64
+pgstrata_stored_bytes(PcsAlgorithm algorithm, int level, const char *pages,
+					  int npages, const PcsDict *dict)
+{
+	PGAlignedBlock image;
+	PcsCodecState codec = {0};
+	int64		total = 0;
+
+	for (int i = 0; i < npages; i++)
+	{
+		uint8		flags;
+		int			len;
+
+		len = pcs_compress_page(algorithm, level, pages + (size_t) i * BLCKSZ,
+								image.data, BLCKSZ, &flags, &codec, dict, 1);
+		total += (int64) pcs_units_for(len < 0 ? BLCKSZ : len,
+									   PCS_UNIT_SHIFT) << PCS_UNIT_SHIFT;
+	}
+	return total;
+}
+
+/* The size a dictionary gets for a sample of sampled pages */
+static int
+pgstrata_dictionary_capacity(int sampled)
+{
+	return Min(PCS_MAX_DICTIONARY_SIZE,
+			   Max(PGSTRATA_DICT_MIN_SIZE, sampled * BLCKSZ / 64));
+}
+
+/*
  * Dirty every page of blocks [first, end) of a relation's main fork, so that
  * they are written again, with the segment's new dictionary.  Each page is
  * WAL-logged as a full-page image: the compressed storage may rewrite an
@@ -294,7 +360,7 @@ pgstrata_train_dictionary(PG_FUNCTION_ARGS)
 		BlockNumber first = segno * RELSEG_SIZE;
 		BlockNumber count = Min(RELSEG_SIZE, nblocks - first);
 		int			want;
-		int			sampled = 0;
+		int			sampled;
 		int			len;
 		int			number;
 		PcsDictGain gain;
@@ -315,27 +381,13 @@ pgstrata_train_dictionary(PG_FUNCTION_ARGS)
 		want = Min(PGSTRATA_DICT_MAX_PAGES,
 				   Max(PGSTRATA_DICT_MIN_PAGES,
 					   count / PGSTRATA_DICT_SAMPLE_EVERY));
-		for (int i = 0; i < want; i++)
-		{
-			BlockNumber blkno = first + (BlockNumber) ((uint64) i * count / want);
-			Buffer		buf;
-
-			CHECK_FOR_INTERRUPTS();
-			buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
-									 strategy);
-			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			if (!PageIsNew(BufferGetPage(buf)))
-				memcpy(pages + (size_t) sampled++ * BLCKSZ,
-					   BufferGetPage(buf), BLCKSZ);
-			UnlockReleaseBuffer(buf);
-		}
+		sampled = pgstrata_sample_pages(rel, first, count, want, pages,
+										strategy);
 
 		len = -1;
 		if (sampled >= PGSTRATA_DICT_MIN_PAGES / 2)
 			len = pcs_dict_train(pages, sampled, dict,
-								 Min(PCS_MAX_DICTIONARY_SIZE,
-									 Max(PGSTRATA_DICT_MIN_SIZE,
-										 sampled * BLCKSZ / 64)));
+								 pgstrata_dictionary_capacity(sampled));
 		if (len < 0)
 		{
 			ereport(NOTICE,
@@ -381,6 +433,144 @@ pgstrata_train_dictionary(PG_FUNCTION_ARGS)
 
 	pfree(pages);
 	pfree(dict);
+	FreeAccessStrategy(strategy);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_VOID();
+}
+
+/*
+ * pgstrata_estimate_compression(rel regclass, algorithm text, level int):
+ * what the main fork of a relation, wherever it is stored, would take in a
+ * compressed tablespace of that algorithm and level, from up to
+ * PGSTRATA_DICT_MAX_PAGES of its pages spread evenly and run through the
+ * storage manager's own codec (transforms, units, the raw rule): the ratio
+ * without a dictionary, and with one trained as pgstrata_train_dictionary()
+ * trains it (on half of the sample, measured on the other half, its bytes
+ * counted once per segment, and only where it would be kept).  Nothing is
+ * written.  One row.
+ */
+Datum
+pgstrata_estimate_compression(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *algoname = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	int			level = PG_GETARG_INT32(2);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	BufferAccessStrategy strategy;
+	PcsAlgorithm algorithm;
+	Relation	rel;
+	BlockNumber nblocks;
+	char	   *pages;
+	int			sampled;
+	int64		stored;
+	Datum		values[5];
+	bool		nulls[5] = {0};
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	if (!pcs_algorithm_from_name(algoname, &algorithm) ||
+		algorithm == PCS_ALGO_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid compression algorithm \"%s\"", algoname),
+				 errhint("Valid algorithms are \"zstd\" and \"lz4\".")));
+	if (algorithm == PCS_ALGO_ZSTD &&
+		(level < PCS_ZSTD_MIN_LEVEL || level > PCS_ZSTD_MAX_LEVEL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zstd level %d is outside the valid range %d..%d",
+						level, PCS_ZSTD_MIN_LEVEL, PCS_ZSTD_MAX_LEVEL)));
+
+	rel = relation_open(relid, AccessShareLock);
+	if (!object_ownercheck(RelationRelationId, relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER,
+					   get_relkind_objtype(rel->rd_rel->relkind),
+					   RelationGetRelationName(rel));
+	if (!RELKIND_HAS_STORAGE(rel->rd_rel->relkind) ||
+		RELATION_IS_OTHER_TEMP(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("relation \"%s\" has no storage to estimate",
+						RelationGetRelationName(rel))));
+
+	strategy = GetAccessStrategy(BAS_BULKREAD);
+	pages = palloc(PGSTRATA_DICT_MAX_PAGES * BLCKSZ);
+	nblocks = RelationGetNumberOfBlocksInFork(rel, MAIN_FORKNUM);
+	sampled = pgstrata_sample_pages(rel, 0, nblocks, PGSTRATA_DICT_MAX_PAGES,
+									pages, strategy);
+	values[0] = Int64GetDatum((int64) nblocks);
+	values[1] = Int32GetDatum(sampled);
+	if (sampled == 0)
+	{
+		nulls[2] = nulls[3] = nulls[4] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		pfree(pages);
+		FreeAccessStrategy(strategy);
+		relation_close(rel, AccessShareLock);
+		PG_RETURN_VOID();
+	}
+
+	stored = pgstrata_stored_bytes(algorithm, level, pages, sampled, NULL);
+	values[2] = Float8GetDatum((double) sampled * BLCKSZ / stored);
+	values[3] = values[2];
+
+	/*
+	 * A dictionary trained on the even samples, judged on the odd ones, so
+	 * that it is not judged on the pages it learnt from.
+	 */
+	if (algorithm == PCS_ALGO_ZSTD && nblocks >= PGSTRATA_DICT_MIN_PAGES &&
+		sampled >= PGSTRATA_DICT_MIN_PAGES)
+	{
+		int			half = sampled / 2;
+		char	   *train = palloc((size_t) half * BLCKSZ);
+		char	   *judge = palloc((size_t) (sampled - half) * BLCKSZ);
+		char	   *dict = palloc(PCS_MAX_DICTIONARY_SIZE);
+		int			len;
+
+		for (int i = 0; i < sampled; i++)
+			memcpy((i % 2 == 0 ? train + (size_t) (i / 2) * BLCKSZ :
+					judge + (size_t) (i / 2) * BLCKSZ),
+				   pages + (size_t) i * BLCKSZ, BLCKSZ);
+		len = pcs_dict_train(train, half, dict,
+							 pgstrata_dictionary_capacity(half));
+		if (len > 0)
+		{
+			PcsDict    *prepared = pcs_dict_prepare(algorithm, level, dict,
+													len);
+
+			if (prepared != NULL)
+			{
+				int64		without = pgstrata_stored_bytes(algorithm, level,
+															judge,
+															sampled - half,
+															NULL);
+				int64		with = pgstrata_stored_bytes(algorithm, level,
+														 judge,
+														 sampled - half,
+														 prepared);
+				double		per_page = (double) with / (sampled - half);
+				double		segments = (nblocks + RELSEG_SIZE - 1) / RELSEG_SIZE;
+				BlockNumber seg_pages = Min(nblocks, RELSEG_SIZE);
+
+				/* kept only where it pays for itself twice, as in training */
+				if ((double) (without - with) / (sampled - half) * seg_pages >
+					2.0 * len)
+					values[3] = Float8GetDatum((double) nblocks * BLCKSZ /
+											   (per_page * nblocks +
+												segments * len));
+				pcs_dict_free(prepared);
+			}
+		}
+		values[4] = Int32GetDatum(len > 0 ? len : 0);
+		pfree(train);
+		pfree(judge);
+		pfree(dict);
+	}
+	else
+		nulls[4] = true;
+
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	pfree(pages);
 	FreeAccessStrategy(strategy);
 	relation_close(rel, AccessShareLock);
 	PG_RETURN_VOID();

@@ -109,6 +109,17 @@ FROM pgstrata_relation_compression('$rel') WHERE fork = 'main'));
 fill(1, 30000);
 $node->safe_psql('postgres', 'CHECKPOINT');
 my $before = stats('t');
+
+# the estimate, made on the plain ledger before anything moves, against
+# what the compressed twin then takes (stored bytes in whole units)
+my ($est, $est_dict, $est_dict_bytes) = split /\|/, $node->safe_psql('postgres',
+	"SELECT ratio, ratio_with_dictionary, dictionary_bytes FROM pgstrata_estimate_compression('ledger')");
+my $actual = $before->{stored} * 8192 / $before->{bytes};
+cmp_ok(abs($est / $actual - 1), '<', 0.15,
+	"the estimate on the plain table is within 15% of the compressed twin ($est vs $actual)");
+cmp_ok($est_dict, '>', $est * 1.1,
+	"the estimate says a dictionary would help ($est_dict vs $est)");
+cmp_ok($est_dict_bytes, '>=', 256, '... and how large it would be');
 my $ibefore = stats('t_pkey');
 cmp_ok($before->{stored}, '>', 500, 'the table has enough pages to train on');
 is($before->{dicts} . '/' . $before->{dict_pages}, '0/0',
@@ -133,6 +144,9 @@ is($after->{dicts}, 2, 'the statistics count the dictionaries');
 cmp_ok($after->{dict_bytes}, '>=', 256, 'and its bytes');
 cmp_ok($after->{dict_pages}, '>=', 0.9 * ($after->{stored} - $after->{raw}),
 	'nearly every compressed image of t uses the dictionary');
+my $actual_dict = $after->{stored} * 8192 / ($after->{bytes} + $after->{dict_bytes});
+cmp_ok(abs($est_dict / $actual_dict - 1), '<', 0.15,
+	"the estimate with a dictionary is within 15% of what training gave ($est_dict vs $actual_dict)");
 cmp_ok($after->{bytes} + $after->{dict_bytes}, '<', 0.9 * $before->{bytes},
 	"t's images and dictionary take less than 90% of the images before ("
 	  . ($after->{bytes} + $after->{dict_bytes}) . " vs $before->{bytes})");
@@ -255,6 +269,21 @@ like($err, qr/too few pages for a compression dictionary/, '... and says why');
 ($ret, $out, $err) = $node->psql('postgres',
 	"SET ROLE stranger; SELECT * FROM pgstrata_train_dictionary('t')");
 like($err, qr/must be owner of table t/, 'only the owner may train');
+($ret, $out, $err) = $node->psql('postgres',
+	"SET ROLE stranger; SELECT * FROM pgstrata_estimate_compression('t')");
+like($err, qr/must be owner of table t/, '... or estimate');
+($ret, $out, $err) = $node->psql('postgres',
+	"SELECT * FROM pgstrata_estimate_compression('t', 'gzip')");
+like($err, qr/invalid compression algorithm "gzip"/, 'an unknown algorithm is refused');
+($ret, $out, $err) = $node->psql('postgres',
+	"SELECT * FROM pgstrata_estimate_compression('t', 'zstd', 25)");
+like($err, qr/zstd level 25 is outside the valid range/, 'a level out of range is refused');
+is($node->safe_psql('postgres',
+		"SELECT pages, sampled_pages, ratio IS NULL FROM pgstrata_estimate_compression('plain')"),
+	'0|0|t', 'an empty table has no estimate');
+cmp_ok($node->safe_psql('postgres',
+		"SELECT ratio FROM pgstrata_estimate_compression('l4', 'lz4')"), '>', 1.5,
+	'lz4 is estimated too');
 
 my $standby_backup = 'dict_backup';
 $node->backup($standby_backup);

@@ -182,6 +182,7 @@ pcs_header_check(const PcsHeader *header)
 	if (header->algorithm == PCS_ALGO_ZSTD &&
 		(header->level < PCS_ZSTD_MIN_LEVEL || header->level > PCS_ZSTD_MAX_LEVEL))
 		return PCS_HEADER_BAD_LEVEL;
+
 	/*
 	 * version 2 defines no flag, only zstd takes dictionaries, and a flag
 	 * this build does not know is not ours
