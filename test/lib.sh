@@ -6,6 +6,8 @@ FLAVOUR_SUFFIX=${PGSTRATA_FLAVOUR:+-$PGSTRATA_FLAVOUR}
 PG_OBJ=$TOP/build/obj$FLAVOUR_SUFFIX
 PG_INSTALL=$TOP/build/install$FLAVOUR_SUFFIX
 
+# The zstd TOAST header checks, which the fuzz target builds from source.
+TOAST_FORMAT_SOURCES="$TOP/src/backend/access/common/toast_zstd_format.c"
 # The format layer of compressed segments, which programs outside the
 # server (unit tests, the fuzz target, benchmarks) build from source.
 PCS_FORMAT_SOURCES="$TOP/src/backend/storage/smgr/pcs_codec.c $TOP/src/backend/storage/smgr/pcs_estimate.c $TOP/src/backend/storage/smgr/pcs_format.c $TOP/src/backend/storage/smgr/pcs_transform.c"

@@ -12,7 +12,11 @@
 # truncated by VACUUM), checkpoints, stops, and cuts the segment files into
 # inputs of each operation of pcs_fuzz.c: whole segments cut to their first
 # blocks, headers, map entries, page images, and plain pages for the round
-# trip.  Writes only new files; the committed corpus came from this script.
+# trip.  It also stores zstd TOAST values of both encodings, in line and
+# external, and cuts their bytes as the server keeps them (read with
+# pageinspect and from the TOAST table) into inputs of the two TOAST
+# operations.  Writes only new files; the committed corpus came from this
+# script.
 
 set -euo pipefail
 
@@ -67,8 +71,86 @@ files=$("$BIN/psql" -X -A -t -h 127.0.0.1 -p "$port" -d postgres -c \
 	"SELECT c.relname || ' ' || pg_relation_filepath(c.oid) FROM pg_class c
 	 WHERE relname IN ('zt', 'lt', 'zt_pkey', 'lt_pkey', 'zr', 'zv', 'pt', 'pt_k')
 	    OR oid = (SELECT reltoastrelid FROM pg_class WHERE relname = 'zr')")
+
+# zstd TOAST values of both encodings, in line and external; each line of
+# toast.txt: the value's id, its attribute's bytes as the row holds them
+# (a compressed varlena, or an on-disk TOAST pointer), and the bytes of
+# its chunks if it is external
+"$BIN/psql" -X -q -h 127.0.0.1 -p "$port" -d postgres -v ON_ERROR_STOP=1 <<SQL
+CREATE EXTENSION pageinspect;
+CREATE TABLE tz (id int, t text COMPRESSION zstd);
+INSERT INTO tz VALUES (1, repeat('pgstrata ', 300));
+INSERT INTO tz SELECT 2, string_agg(md5(g::text), ' ') FROM generate_series(1, 70) g;
+INSERT INTO tz SELECT 3, string_agg(md5(g::text), ' ') FROM generate_series(1, 400) g;
+SET toast_zstd_debug_legacy_encoding = on;
+INSERT INTO tz VALUES (4, repeat('pgstrata ', 300));
+INSERT INTO tz SELECT 5, string_agg(md5(g::text), ' ') FROM generate_series(1, 70) g;
+INSERT INTO tz SELECT 6, string_agg(md5(g::text), ' ') FROM generate_series(1, 400) g;
+SQL
+"$BIN/psql" -X -A -t -F ' ' -h 127.0.0.1 -p "$port" -d postgres -v ON_ERROR_STOP=1 \
+	-o "$WORK/toast.txt" <<'SQL'
+SELECT (SELECT string_agg(lpad(to_hex(get_byte(a[1], i)), 2, '0'), '')
+		  FROM generate_series(0, length(a[1]) - 1) i),
+	   encode(a[2], 'hex')
+  FROM (SELECT t_attrs AS a
+		  FROM generate_series(0, pg_relation_size('tz') / 8192 - 1) p,
+			   heap_page_item_attrs(get_raw_page('tz', p::int), 'tz'::regclass)) r;
+SQL
+toastrel=$("$BIN/psql" -X -A -t -h 127.0.0.1 -p "$port" -d postgres -c \
+	"SELECT reltoastrelid::regclass FROM pg_class WHERE relname = 'tz'")
+"$BIN/psql" -X -A -t -F ' ' -h 127.0.0.1 -p "$port" -d postgres -v ON_ERROR_STOP=1 \
+	-o "$WORK/chunks.txt" -c \
+	"SELECT chunk_id, encode(string_agg(chunk_data, '' ORDER BY chunk_seq), 'hex')
+	   FROM $toastrel GROUP BY chunk_id"
 "$BIN/pg_ctl" -D "$WORK/data" -w stop >/dev/null
 trap - EXIT
+
+# Cut the TOAST values into inputs: operation 5 takes an in-line value from
+# va_tcinfo on, operation 6 a TOAST pointer's va_rawsize and va_extinfo and
+# the value's chunks (toast_fuzz.c).
+perl -e '
+use strict;
+use warnings;
+my ($toast, $chunks, $out) = @ARGV;
+sub put
+{
+	my ($name, $bytes) = @_;
+	open my $fh, ">:raw", "$out/$name" or die "$out/$name: $!";
+	print $fh $bytes;
+	close $fh;
+}
+my %chunk;
+open my $cf, "<", $chunks or die "$chunks: $!";
+while (<$cf>)
+{
+	chomp;
+	my ($id, $hex) = split / /;
+	$chunk{$id} = pack("H*", $hex) if defined $hex;
+}
+open my $tf, "<", $toast or die "$toast: $!";
+while (<$tf>)
+{
+	chomp;
+	my ($idhex, $hex) = split / /;
+	next unless defined $hex;
+	my $id = unpack("V", pack("H*", $idhex));
+	my $attr = pack("H*", $hex);
+	my $enc = $id > 3 ? "legacy" : "extended";
+	if (ord($attr) == 1)
+	{
+		# 1-byte header, tag, then va_rawsize, va_extinfo, va_valueid
+		my ($rawsize, $extinfo, $valueid) = unpack("x2 V V V", $attr);
+		die "no chunks for value $valueid" unless exists $chunk{$valueid};
+		put("toast-external-$enc-$id", chr(6) . pack("V V", $rawsize, $extinfo)
+			  . $chunk{$valueid});
+	}
+	else
+	{
+		# a 4-byte compressed varlena: drop its length word
+		put("toast-$enc-$id", chr(5) . substr($attr, 4));
+	}
+}
+' "$WORK/toast.txt" "$WORK/chunks.txt" "$OUT"
 
 # Cut the files into inputs; the layout is README.pcs's, as
 # test/PgStrata/PcsFile.pm knows it.
@@ -230,7 +312,7 @@ put("boundary-segment-stored-over-block", chr(0x83) . header(1, 1, 0, 1, 2)
 	  . entry(0, 8193, 17, 1) . ("\x55" x (512 * 20)));
 put("boundary-segment-v3-stored-over-block", chr(0x83) . header(1, 1, 0, 1)
 	  . entry(0, 8193, 65, 1) . ("\x55" x (128 * 80)));
-# dictionaries (operation 5): a zstd header with the dictionaries flag, a
+# dictionaries (operation 7): a zstd header with the dictionaries flag, a
 # current word, a number and a record (made sound by the harness), the
 # dictionary and an image; raw-content dictionaries of text, one that
 # starts with zstd'"'"'s dictionary magic and then garbage, one a byte too
@@ -240,7 +322,7 @@ my $words = join(" ", map { ("carefully", "final", "deposits", "detect",
 sub dict_input
 {
 	my ($flags, $number, $dict, $rest) = @_;
-	return chr(0x85) . header(1, 1, $flags, 0) . pack("Q", 0) . chr($number)
+	return chr(0x87) . header(1, 1, $flags, 0) . pack("Q", 0) . chr($number)
 	  . pack("V V V V", 7, 0, 0, 0) . pack("v", length($dict)) . $dict . $rest;
 }
 put("dictionary-text", dict_input(1, 1, substr($words, 0, 1024),
@@ -252,4 +334,55 @@ put("dictionary-magic-garbage", dict_input(1, 2,
 put("dictionary-too-short", dict_input(1, 3, substr($words, 0, 255), $words));
 put("dictionary-too-long", dict_input(1, 3, substr($words x 30, 0, 65537), ""));
 put("dictionary-no-flag", dict_input(0, 1, substr($words, 0, 1024), $words));
+' "$OUT"
+
+# zstd TOAST values at the limits toast_zstd_parse() and
+# toast_zstd_check_pointer() enforce, around one genuine frame: 2000 bytes
+# of "pgstrata " compressed by zstd without content size and checksum, as
+# zstd_compress_datum() writes it (window descriptor 0x08: 2^11 bytes).
+perl -e '
+use strict;
+use warnings;
+my ($out) = @ARGV;
+sub put
+{
+	my ($name, $bytes) = @_;
+	open my $fh, ">:raw", "$out/$name" or die "$out/$name: $!";
+	print $fh $bytes;
+	close $fh;
+}
+my $frame = pack("H*", "28b52ffd0008850000487067737472617461200100c4f32f47");
+# tcinfo(pattern, rawsize): va_tcinfo as a little-endian machine stores it
+sub tcinfo { my ($p, $n) = @_; return pack("V", ($p << 30) | $n); }
+my $ext = tcinfo(3, 2000) . chr(2) . $frame;
+my $leg = tcinfo(2, 2000) . $frame;
+put("boundary-toast-sound", chr(5) . $ext);
+put("boundary-toast-legacy-sound", chr(5) . $leg);
+put("boundary-toast-method-1", chr(5) . tcinfo(3, 2000) . chr(1) . $frame);
+put("boundary-toast-method-3", chr(5) . tcinfo(3, 2000) . chr(3) . $frame);
+put("boundary-toast-method-255", chr(5) . tcinfo(3, 2000) . chr(255) . $frame);
+put("boundary-toast-truncated", chr(5) . tcinfo(3, 2000));
+put("boundary-toast-short-tcinfo", chr(5) . "\x01\x02\x03");
+put("boundary-toast-rawsize-over", chr(5) . tcinfo(3, 0x3fffffff - 3) . chr(2) . $frame);
+put("boundary-toast-rawsize-max", chr(5) . tcinfo(3, 0x3fffffff - 4) . chr(2) . $frame);
+put("boundary-toast-frame-over-rawsize", chr(5) . tcinfo(3, length($frame) - 1) . chr(2) . $frame);
+put("boundary-toast-frame-empty", chr(5) . tcinfo(2, 2000));
+put("boundary-toast-pglz", chr(5) . tcinfo(0, 2000) . $frame);
+put("boundary-toast-lz4", chr(5) . tcinfo(1, 2000) . chr(2) . $frame);
+# the window descriptor asking for 2^26 bytes (exponent 16) for a value of
+# 2000 bytes: the slice decoder must refuse it before allocating it
+(my $wide = $frame) =~ s/^(.{5})./$1 . chr(16 << 3)/se;
+put("boundary-toast-wide-window", chr(5) . tcinfo(3, 2000) . chr(2) . $wide);
+# external: va_rawsize, va_extinfo, the chunks
+sub ptr { my ($rawsize, $p, $len) = @_; return pack("V V", $rawsize, ($p << 30) | $len); }
+put("boundary-toast-external-sound", chr(6) . ptr(2004, 3, length($ext)) . $ext);
+put("boundary-toast-external-legacy-sound", chr(6) . ptr(2004, 2, length($leg)) . $leg);
+put("boundary-toast-external-pattern", chr(6) . ptr(2004, 2, length($ext)) . $ext);
+put("boundary-toast-external-pglz-pointer", chr(6) . ptr(2004, 0, length($ext)) . $ext);
+put("boundary-toast-external-pglz-chunks", chr(6) . ptr(2004, 3, length($ext))
+	  . tcinfo(0, 2000) . chr(2) . $frame);
+put("boundary-toast-external-rawsize", chr(6) . ptr(2005, 3, length($ext)) . $ext);
+put("boundary-toast-external-extsize", chr(6) . ptr(2004, 3, length($ext) + 1) . $ext);
+put("boundary-toast-external-method", chr(6) . ptr(2004, 3, length($ext))
+	  . tcinfo(3, 2000) . chr(7) . $frame);
 ' "$OUT"

@@ -3,7 +3,8 @@
  * pcs_fuzz.c
  *	  Fuzz target of the page-compressed storage format layer: drives its
  *	  header and map-entry checks and its page decompressors with arbitrary
- *	  bytes, the way the storage manager's read path does.
+ *	  bytes, the way the storage manager's read path does; and, through
+ *	  toast_fuzz.c, the header checks of zstd TOAST values.
  *
  * One input is one operation, chosen by its first byte (the low three bits;
  * bit 0x80 asks the harness to recompute the checksums the input carries,
@@ -23,7 +24,11 @@
  *				   decompression).  The seeds are real segment files.
  *	 4 roundtrip   algorithm (1), capacity (2), a page: pcs_compress_page()
  *				   then pcs_decompress_page() must give the page back
- *	 5 dictionary  header (512 bytes), the dictionary sector's current word
+ *	 5 toast value a zstd TOAST value from va_tcinfo on (toast_fuzz.c)
+ *	 6 toast external
+ *				   a TOAST pointer's sizes and the value's chunks
+ *				   (toast_fuzz.c; bit 0x80 makes the pointer agree)
+ *	 7 dictionary  header (512 bytes), the dictionary sector's current word
  *				   (8), a dictionary number (1) and its record (16), the
  *				   dictionary's length (2) and bytes, then an image: the
  *				   word and record checks, the dictionary prepared as pcs.c
@@ -61,12 +66,18 @@
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* the zstd TOAST operations, in toast_fuzz.c */
+extern void toast_fuzz_value(const uint8_t *data, size_t size);
+extern void toast_fuzz_external(const uint8_t *data, size_t size, bool fixup);
+
 #define FUZZ_OP_HEADER		0
 #define FUZZ_OP_ENTRY		1
 #define FUZZ_OP_DECOMPRESS	2
 #define FUZZ_OP_SEGMENT		3
 #define FUZZ_OP_ROUNDTRIP	4
-#define FUZZ_OP_DICTIONARY	5
+#define FUZZ_OP_TOAST		5
+#define FUZZ_OP_TOAST_EXTERNAL	6
+#define FUZZ_OP_DICTIONARY	7
 #define FUZZ_FIXUP			0x80
 
 /* Size of the header as a segment file holds it in the harness's input */
@@ -597,6 +608,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case FUZZ_OP_ROUNDTRIP:
 			fuzz_roundtrip(data + 1, size - 1);
+			break;
+		case FUZZ_OP_TOAST:
+			toast_fuzz_value(data + 1, size - 1);
+			break;
+		case FUZZ_OP_TOAST_EXTERNAL:
+			toast_fuzz_external(data + 1, size - 1, fixup);
 			break;
 		case FUZZ_OP_DICTIONARY:
 			fuzz_dictionary(data + 1, size - 1, fixup);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 #
-# run-fuzz.sh: build the pcs fuzz target with libFuzzer, AddressSanitizer and
+# run-fuzz.sh: build the pcs fuzz target (with its zstd TOAST operations) with libFuzzer, AddressSanitizer and
 # UndefinedBehaviorSanitizer, and run it for FUZZ_SECONDS (default 600).
 #
 #   make fuzz                      (builds the server first, installs clang)
@@ -39,6 +39,7 @@ echo "--- building $OUT/pcs_fuzz with $("$CLANG" --version | head -n 1)"
 	-I"$TOP/src/include" -I"$("$PG_CONFIG" --includedir-server)" \
 	-o "$OUT/pcs_fuzz" \
 	"$TOP/test/fuzz/pcs_fuzz.c" $PCS_FORMAT_SOURCES \
+	"$TOP/test/fuzz/toast_fuzz.c" $TOAST_FORMAT_SOURCES \
 	"$TOP/test/common/pcs_frontend.c" \
 	-L"$("$PG_CONFIG" --libdir)" -lpgcommon -lpgport $libs
 

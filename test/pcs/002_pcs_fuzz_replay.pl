@@ -22,7 +22,7 @@ my $corpus = "$top/test/fuzz/corpus";
 
 my @inputs = glob("$corpus/*");
 cmp_ok(scalar @inputs, '>=', 20, 'the committed corpus has inputs');
-for my $op (qw(header entry image segment roundtrip))
+for my $op (qw(header entry image segment roundtrip toast toast-external))
 {
 	ok((grep { m{/$op-} } @inputs), "the corpus has $op inputs");
 }
@@ -34,7 +34,9 @@ my @cmd = PgStrata::Util::pcs_program_command(
 		'-fsanitize=address,undefined', '-fno-sanitize-recover=all'
 	],
 	"$top/test/fuzz/replay_main.c",
-	"$top/test/fuzz/pcs_fuzz.c");
+	"$top/test/fuzz/pcs_fuzz.c",
+	"$top/test/fuzz/toast_fuzz.c",
+	"$top/src/backend/access/common/toast_zstd_format.c");
 
 my ($out, $err) = ('', '');
 ok(IPC::Run::run(\@cmd, '>', \$out, '2>', \$err),

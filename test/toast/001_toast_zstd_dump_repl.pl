@@ -162,7 +162,7 @@ is( $pub->safe_psql('postgres',
 # same 659999 bytes; damage(TABLE, CODE) lets CODE change the bytes of the
 # table's TOAST file around the first zstd frame, whose magic number is at
 # offset $_[1] of the string $_[0].
-my @damaged = qw(damaged wide_window bad_method);
+my @damaged = qw(damaged wide_window bad_method mismatch);
 $pub->safe_psql('postgres', join('', map { qq{
 	CREATE TABLE $_ (t text COMPRESSION zstd);
 	INSERT INTO $_ SELECT string_agg(md5(k::text), ' ') FROM generate_series(1, 20000) AS k;} } @damaged)
@@ -205,6 +205,8 @@ damage('damaged', sub {
 damage('wide_window', sub { substr($_[0], $_[1] + 5, 1) = chr(16 << 3) });
 # A method byte no build knows.
 damage('bad_method', sub { substr($_[0], $_[1] - 1, 1) = chr(7) });
+# The raw size in the chunks' va_tcinfo one less than the TOAST pointer's.
+damage('mismatch', sub { substr($_[0], $_[1] - 5, 1) = chr(ord(substr($_[0], $_[1] - 5, 1)) ^ 1) });
 $pub->start;
 
 # query_error(SQL): the server's message for SQL, with its SQLSTATE.
@@ -234,6 +236,12 @@ is($pub->safe_psql('postgres', 'SELECT length(t) FROM wide_window'),
 like(query_error('SELECT length(t) FROM bad_method'),
 	qr/ERROR:  XX001: invalid compression method id 7 in extended compression header/,
 	'an unknown method byte is ERRCODE_DATA_CORRUPTED');
+for my $query ('SELECT length(t) FROM mismatch', 'SELECT substr(t, 1, 10) FROM mismatch')
+{
+	like(query_error($query),
+		qr/ERROR:  XX001: compressed zstd data is corrupt\nDETAIL:  The TOAST pointer's compression method or sizes do not match the stored value's header\./,
+		"chunks whose header disagrees with the TOAST pointer are refused: $query");
+}
 
 # Every header byte of a value, mutated: a bit flipped in each byte from
 # va_tcinfo to the first block header of the frame, one table each.  Each

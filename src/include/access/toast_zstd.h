@@ -22,6 +22,9 @@
 #ifndef TOAST_ZSTD_H
 #define TOAST_ZSTD_H
 
+/* the method byte and the header's parsing */
+#include "access/toast_zstd_format.h"
+
 /* Range and default of the toast_zstd_level GUC */
 #define TOAST_ZSTD_LEVEL_MIN		1
 #define TOAST_ZSTD_LEVEL_MAX		19
@@ -30,18 +33,11 @@
 /* GUC: the zstd level new TOAST values are compressed with */
 extern PGDLLIMPORT int toast_zstd_level;
 
-/*
- * The method byte of the extended header that names zstd (the numbering of
- * the pgsql-hackers series pgstrata follows), and the size of the header of
- * an in-line value with that byte.
- */
-#define TOAST_EXTENDED_METHOD_ZSTD	2
-#define TOAST_EXTENDED_HDRSZ		(VARHDRSZ_COMPRESSED + 1)
-
 /* GUC: write the legacy encoding (bit pattern 2), for tests only */
 extern PGDLLIMPORT bool toast_zstd_debug_legacy_encoding;
 
 struct TupleDescData;
+struct varatt_external;
 
 extern void zstd_check_support(void);
 extern struct varlena *zstd_compress_datum(const struct varlena *value,
@@ -49,6 +45,8 @@ extern struct varlena *zstd_compress_datum(const struct varlena *value,
 extern struct varlena *zstd_decompress_datum(const struct varlena *value);
 extern struct varlena *zstd_decompress_datum_slice(const struct varlena *value,
 												   int32 slicelength);
+extern void toast_zstd_check_fetched(const struct varatt_external *toast_pointer,
+									 const struct varlena *fetched);
 extern bool toast_zstd_is_legacy(const struct varlena *attr);
 extern bool *toast_zstd_expand_legacy(struct TupleDescData *tupdesc,
 									  Datum *values, bool *isnull);

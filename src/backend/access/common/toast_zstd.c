@@ -23,6 +23,11 @@
  * one, so only a damaged frame asks for it, and it must not make the
  * backend allocate up to libzstd's own limit.
  *
+ * What may be handed to the decoder, and with which window, is decided by
+ * toast_zstd_format.c, which parses the header without raising errors, so
+ * that the fuzz target runs the same code; this file turns its verdicts
+ * into errors.
+ *
  * Compression and decompression contexts are created once per backend and
  * reused, since creating them costs more than compressing a small value.
  * They are allocated by libzstd with malloc, outside any memory context, so
@@ -48,6 +53,7 @@
 #include "access/detoast.h"
 #include "access/toast_compression.h"
 #include "access/toast_zstd.h"
+#include "access/toast_zstd_format.h"
 #include "access/tupdesc.h"
 #include "utils/memutils.h"
 #include "varatt.h"
@@ -66,9 +72,6 @@ bool		toast_zstd_debug_legacy_encoding = false;
 /* contexts larger than this are not kept between calls */
 #define ZSTD_KEEP_CONTEXT_SIZE	(8 * 1024 * 1024)
 
-/* smallest window log a zstd frame can have (ZSTD_WINDOWLOG_ABSOLUTEMIN) */
-#define ZSTD_MIN_WINDOW_LOG		10
-
 static ZSTD_CCtx *zstd_cctx = NULL;
 static ZSTD_DCtx *zstd_dctx = NULL;
 
@@ -80,6 +83,59 @@ zstd_report_corrupt(const char *detail)
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg_internal("compressed zstd data is corrupt"),
 			 errdetail_internal("%s", detail)));
+}
+
+/*
+ * Report what toast_zstd_parse() or toast_zstd_check_pointer() found wrong
+ * with a value's header.
+ */
+static void
+zstd_report_problem(ToastZstdProblem problem, const ToastZstdHeader *header)
+{
+	switch (problem)
+	{
+		case TOAST_ZSTD_SOUND:
+			return;
+		case TOAST_ZSTD_NOT_ZSTD:
+			/* the callers dispatch on the bit pattern: a caller's bug */
+			elog(ERROR, "compression method id %d is not zstd's",
+				 (int) header->cmid);
+			break;
+		case TOAST_ZSTD_TRUNCATED:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg_internal("compressed zstd data is corrupt"),
+					 errdetail("The extended compression header is truncated.")));
+			break;
+		case TOAST_ZSTD_UNKNOWN_METHOD:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("invalid compression method id %d in extended compression header",
+							header->method)));
+			break;
+		case TOAST_ZSTD_RAWSIZE_RANGE:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg_internal("compressed zstd data is corrupt"),
+					 errdetail("The stored raw size %d exceeds the largest value size.",
+							   header->rawsize)));
+			break;
+		case TOAST_ZSTD_FRAME_LENGTH:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg_internal("compressed zstd data is corrupt"),
+					 errdetail("The compressed frame of %u bytes is empty or longer than the stored raw size %d.",
+							   header->frame_len, header->rawsize)));
+			break;
+		case TOAST_ZSTD_POINTER_MISMATCH:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg_internal("compressed zstd data is corrupt"),
+					 errdetail("The TOAST pointer's compression method or sizes do not match the stored value's header.")));
+			break;
+	}
+	/* an unknown code is a bug of toast_zstd_format.c */
+	elog(ERROR, "unexpected zstd TOAST header problem %d", (int) problem);
 }
 
 /* Return this backend's compression context, creating it on first use. */
@@ -99,13 +155,12 @@ zstd_get_cctx(void)
 }
 
 /*
- * Return this backend's decompression context, reset for a new frame of a
- * value of rawsize bytes.
+ * Return this backend's decompression context, reset for a new frame and
+ * bounded to the window toast_zstd_parse() chose for the value.
  */
 static ZSTD_DCtx *
-zstd_get_dctx(int32 rawsize)
+zstd_get_dctx(const ToastZstdHeader *header)
 {
-	int			window_log = ZSTD_MIN_WINDOW_LOG;
 	size_t		ret;
 
 	if (zstd_dctx == NULL)
@@ -121,15 +176,10 @@ zstd_get_dctx(int32 rawsize)
 	/* a previous call may have been interrupted by an ERROR mid-frame */
 	ZSTD_DCtx_reset(zstd_dctx, ZSTD_reset_session_only);
 
-	/*
-	 * The compressor shrinks the window to the input size, so no genuine
-	 * frame asks for more than the smallest power of two holding rawsize;
-	 * VARLENA_EXTSIZE_MASK keeps that at 2^30 at most.
-	 */
-	Assert(rawsize >= 0 && rawsize <= VARLENA_EXTSIZE_MASK);
-	while (((int64) 1 << window_log) < rawsize)
-		window_log++;
-	ret = ZSTD_DCtx_setParameter(zstd_dctx, ZSTD_d_windowLogMax, window_log);
+	Assert(header->window_log >= TOAST_ZSTD_MIN_WINDOW_LOG &&
+		   header->window_log <= TOAST_ZSTD_MAX_WINDOW_LOG);
+	ret = ZSTD_DCtx_setParameter(zstd_dctx, ZSTD_d_windowLogMax,
+								 header->window_log);
 	if (ZSTD_isError(ret))
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
@@ -155,35 +205,19 @@ zstd_trim_contexts(void)
 }
 
 /*
- * Find the zstd frame of a compressed value of either encoding: after
- * va_tcinfo in the legacy one, after the method byte in the extended one.
+ * Parse the header of an in-line compressed value of either encoding,
+ * raising an ERROR unless it is sound, and return where its frame starts.
  */
-static void
-zstd_get_frame(const struct varlena *value, const char **frame,
-			   size_t *framelen)
+static const char *
+zstd_get_frame(const struct varlena *value, ToastZstdHeader *header)
 {
-	ToastCompressionId cmid = VARDATA_COMPRESSED_GET_COMPRESS_METHOD(value);
-	Size		hdrsz = VARHDRSZ_COMPRESSED;
+	const char *data = (const char *) value + VARHDRSZ;
 
-	if (cmid == TOAST_EXTENDED_COMPRESSION_ID)
-	{
-		uint8		method;
-
-		if (VARSIZE(value) < TOAST_EXTENDED_HDRSZ)
-			zstd_report_corrupt("The extended compression header is truncated.");
-		method = *((const uint8 *) value + VARHDRSZ_COMPRESSED);
-		if (method != TOAST_EXTENDED_METHOD_ZSTD)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("invalid compression method id %d in extended compression header",
-							method)));
-		hdrsz = TOAST_EXTENDED_HDRSZ;
-	}
-	else
-		Assert(cmid == TOAST_ZSTD_LEGACY_COMPRESSION_ID);
-
-	*frame = (const char *) value + hdrsz;
-	*framelen = VARSIZE(value) - hdrsz;
+	Assert(VARATT_IS_4B_C(value));
+	zstd_report_problem(toast_zstd_parse(data, VARSIZE(value) - VARHDRSZ,
+										 header),
+						header);
+	return data + header->frame_offset;
 }
 
 /* Set a compression parameter, failing loudly if libzstd refuses it. */
@@ -283,19 +317,19 @@ zstd_decompress_datum(const struct varlena *value)
 	NO_ZSTD_SUPPORT();
 	return NULL;				/* keep compiler quiet */
 #else
-	int32		rawsize = VARDATA_COMPRESSED_GET_EXTSIZE(value);
-	const char *frame;
-	size_t		framelen;
+	ToastZstdHeader header;
+	const char *frame = zstd_get_frame(value, &header);
+	int32		rawsize = header.rawsize;
 	size_t		ret;
 	struct varlena *result;
 	ZSTD_DCtx  *dctx;
 
-	zstd_get_frame(value, &frame, &framelen);
-	dctx = zstd_get_dctx(rawsize);
+	dctx = zstd_get_dctx(&header);
 	result = (struct varlena *) palloc(rawsize + VARHDRSZ);
 
 	/* one-shot decoding writes straight into result, no window buffer */
-	ret = ZSTD_decompressDCtx(dctx, VARDATA(result), rawsize, frame, framelen);
+	ret = ZSTD_decompressDCtx(dctx, VARDATA(result), rawsize, frame,
+							  header.frame_len);
 	if (ZSTD_isError(ret))
 		zstd_report_corrupt(ZSTD_getErrorName(ret));
 	if (ret != (size_t) rawsize)
@@ -321,21 +355,19 @@ zstd_decompress_datum_slice(const struct varlena *value, int32 slicelength)
 	NO_ZSTD_SUPPORT();
 	return NULL;				/* keep compiler quiet */
 #else
-	int32		rawsize = VARDATA_COMPRESSED_GET_EXTSIZE(value);
-	int32		wanted = Min(slicelength, rawsize);
-	const char *frame;
-	size_t		framelen;
+	ToastZstdHeader header;
+	const char *frame = zstd_get_frame(value, &header);
+	int32		wanted = Min(slicelength, header.rawsize);
 	struct varlena *result;
 	ZSTD_DCtx  *dctx;
 	ZSTD_inBuffer in;
 	ZSTD_outBuffer out;
 
-	zstd_get_frame(value, &frame, &framelen);
-	dctx = zstd_get_dctx(rawsize);
+	dctx = zstd_get_dctx(&header);
 	result = (struct varlena *) palloc(wanted + VARHDRSZ);
 
 	in.src = frame;
-	in.size = framelen;
+	in.size = header.frame_len;
 	in.pos = 0;
 	out.dst = VARDATA(result);
 	out.size = wanted;
@@ -362,6 +394,28 @@ zstd_decompress_datum_slice(const struct varlena *value, int32 slicelength)
 
 	return result;
 #endif
+}
+
+/*
+ * Check an external value fetched whole from its chunks against its TOAST
+ * pointer, when either says zstd (toast_zstd_check_pointer()).  Called by
+ * detoast.c before a compressed external value is decompressed.
+ */
+void
+toast_zstd_check_fetched(const struct varatt_external *toast_pointer,
+						 const struct varlena *fetched)
+{
+	ToastZstdHeader header;
+	ToastZstdProblem problem;
+
+	Assert(VARATT_IS_4B_C(fetched));
+	problem = toast_zstd_check_pointer(toast_pointer->va_rawsize,
+									   toast_pointer->va_extinfo,
+									   (const char *) fetched + VARHDRSZ,
+									   VARSIZE(fetched) - VARHDRSZ,
+									   &header);
+	if (problem != TOAST_ZSTD_NOT_ZSTD)
+		zstd_report_problem(problem, &header);
 }
 
 /*
