@@ -87,6 +87,9 @@ typedef struct PcsSegment
 /* Tries at reading a map entry that a concurrent writer may be replacing */
 #define PCS_ENTRY_READ_TRIES	3
 
+/* Tries at reading a block whose write a reader may meet half done */
+#define PCS_READ_TRIES			9
+
 /*
  * Images of the blocks of one vectored read that lie at most this far apart
  * on disk are fetched with one read: reading a small gap costs less than a
@@ -1631,6 +1634,54 @@ pcs_invalid_page(char *buffer)
 	Assert((page->pd_flags & ~PD_VALID_FLAG_BITS) != 0);
 }
 
+/*
+ * Read the page of one entry of a segment (entry, a copy of the map's entry
+ * of block segblock) into buffer, through image (a staging block): PCS_SOUND,
+ * or what is wrong.  An empty entry reads as a zero page.
+ */
+static PcsProblem
+pcs_read_image(PcsSegment *seg, const PcsMapEntry *entry, BlockNumber segblock,
+			   char *image, char *buffer)
+{
+	PcsProblem	problem;
+	const PcsDict *dict = NULL;
+	int			nread;
+
+	problem = pcs_entry_check(entry, segblock, pcs_unit_limit(seg), seg->shift);
+	if (problem != PCS_SOUND)
+		return problem;
+	if (pcs_entry_is_empty(entry))
+	{
+		memset(buffer, 0, BLCKSZ);
+		return PCS_SOUND;
+	}
+
+	/* a sound entry's image fits the staging block */
+	Assert(entry->stored > 0 && entry->stored <= BLCKSZ);
+	nread = FileRead(seg->vfd, image, entry->stored,
+					 pcs_unit_offset(entry->first_unit, seg->shift),
+					 WAIT_EVENT_DATA_FILE_READ);
+	if (nread < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read block %u in file \"%s\": %m",
+						seg->segno * RELSEG_SIZE + segblock,
+						FilePathName(seg->vfd))));
+	if (nread != entry->stored)
+		return PCS_IMAGE_CUT_SHORT;
+	if (pcs_data_crc(image, entry->stored) != entry->data_crc)
+		return PCS_IMAGE_BAD_CRC;
+	if (pcs_entry_dictionary(entry->flags) != 0)
+	{
+		problem = pcs_seg_dictionary(seg, pcs_entry_dictionary(entry->flags),
+									 &dict);
+		if (problem != PCS_SOUND)
+			return problem;
+	}
+	return pcs_decode_image(seg->header->algorithm, entry->flags, image,
+							entry->stored, buffer, dict);
+}
+
 /* Read one block of a compressed fork into buffer */
 static void
 pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
@@ -1642,7 +1693,6 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	PcsMapEntry entry;
 	PcsProblem	problem = PCS_SOUND;
 	PGIOAlignedBlock image;
-	int			nread;
 
 	if (seg == NULL || segblock >= pcs_seg_nblocks(seg))
 	{
@@ -1659,54 +1709,24 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	}
 
 	/*
-	 * An entry is replaced only by the process writing the block, and the
-	 * buffer manager lets nobody read a block from disk while it writes it;
-	 * but a reader bypassing the buffer pool could meet a half-stored entry,
-	 * so a bad entry is read again before it is called corrupt.
+	 * The buffer manager lets nobody read a block from disk while it is being
+	 * written, but a reader that bypasses the buffer pool (pg_prewarm in
+	 * 'read' mode) can meet a write half done: an entry being stored (it
+	 * fails its check), or an image overwritten in place while the entry
+	 * still describes the one before (its CRC fails).  The writer finishes
+	 * within the time of a write, so a block that fails is read again, entry
+	 * and image, at once if its entry changed meanwhile, else after a wait
+	 * that doubles from 1 ms (PCS_READ_TRIES tries, a quarter of a second in
+	 * all), before it is called damaged.
 	 */
-	for (int tries = 0; tries < PCS_ENTRY_READ_TRIES; tries++)
+	for (int tries = 1;; tries++)
 	{
 		entry = seg->map[segblock];
-		problem = pcs_entry_check(&entry, segblock, pcs_unit_limit(seg),
-								  seg->shift);
-		if (problem == PCS_SOUND)
+		problem = pcs_read_image(seg, &entry, segblock, image.data, buffer);
+		if (problem == PCS_SOUND || tries >= PCS_READ_TRIES)
 			break;
-		pg_usleep(1000L);
-	}
-	if (problem == PCS_SOUND && pcs_entry_is_empty(&entry))
-	{
-		memset(buffer, 0, BLCKSZ);
-		return;
-	}
-	if (problem == PCS_SOUND)
-	{
-		/* a sound entry's image fits the staging block */
-		Assert(entry.stored > 0 && entry.stored <= BLCKSZ);
-		nread = FileRead(seg->vfd, image.data, entry.stored,
-						 pcs_unit_offset(entry.first_unit, seg->shift),
-						 WAIT_EVENT_DATA_FILE_READ);
-		if (nread < 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not read block %u in file \"%s\": %m",
-							blkno, FilePathName(seg->vfd))));
-		if (nread != entry.stored)
-			problem = PCS_IMAGE_CUT_SHORT;
-		else if (pcs_data_crc(image.data, entry.stored) != entry.data_crc)
-			problem = PCS_IMAGE_BAD_CRC;
-		else
-		{
-			const PcsDict *dict = NULL;
-
-			if (pcs_entry_dictionary(entry.flags) != 0)
-				problem = pcs_seg_dictionary(seg,
-											 pcs_entry_dictionary(entry.flags),
-											 &dict);
-			if (problem == PCS_SOUND)
-				problem = pcs_decode_image(seg->header->algorithm, entry.flags,
-										   image.data, entry.stored, buffer,
-										   dict);
-		}
+		if (memcmp(&entry, &seg->map[segblock], sizeof(PcsMapEntry)) == 0)
+			pg_usleep(1000L << (tries - 1));
 	}
 	if (problem == PCS_SOUND)
 		return;
