@@ -5,7 +5,8 @@
  *
  * pgstrata_relation_compression(regclass) reports, for each compressed fork
  * of a relation, its logical and physical size and where the physical bytes
- * go (images, slack, garbage), from the fork's own segment headers and maps.
+ * go (images, slack, garbage, dictionaries), from the fork's own segment
+ * headers and maps, which the storage manager lends it (pcs_segment_view()).
  * pgstrata_bulk_io() reads the counters of the polar_bulk_* settings that
  * core keeps in shared memory (src/backend/storage/buffer/bulk_io.c).
  * pgstrata_toast_legacy_values(regclass) counts a table's zstd TOAST values
@@ -66,6 +67,90 @@ PG_FUNCTION_INFO_V1(pgstrata_estimate_compression);
 #define PGSTRATA_DICT_SAMPLE_EVERY	50
 #define PGSTRATA_DICT_MIN_SIZE		(4 * 1024)
 
+/* What pgstrata_relation_compression() reports of a compressed fork */
+typedef struct PgstrataForkStats
+{
+	uint64		segments;		/* segment files */
+	uint64		logical_pages;	/* blocks, as smgrnblocks() counts them */
+	uint64		stored_pages;	/* blocks with an image on disk */
+	uint64		empty_pages;	/* blocks without one: they read as zeros */
+	uint64		raw_pages;		/* images stored uncompressed */
+	uint64		shuffled_pages; /* images compressed after the page shuffle */
+	uint64		split_pages;	/* images compressed after the index split */
+	uint64		dictionary_pages;	/* images compressed with a dictionary */
+	uint64		dictionaries;	/* dictionaries the segments keep */
+	uint64		dictionary_bytes;	/* bytes of those dictionaries */
+	uint64		stored_bytes;	/* bytes of all images */
+	uint64		slack_bytes;	/* allocated to images beyond their size */
+	uint64		garbage_bytes;	/* allocated, referenced by no block */
+	uint64		physical_bytes; /* allocated by the file system */
+} PgstrataForkStats;
+
+/*
+ * Add up the headers and maps of a fork's segments: false if the fork does
+ * not exist or is not compressed.
+ */
+static bool
+pgstrata_fork_stats(SMgrRelation reln, ForkNumber forknum,
+					PgstrataForkStats *stats)
+{
+	PcsSegmentView v;
+
+	memset(stats, 0, sizeof(PgstrataForkStats));
+	for (BlockNumber segno = 0; pcs_segment_view(reln, forknum, segno, &v);
+		 segno++)
+	{
+		uint64		live_units = 0;
+
+		for (BlockNumber b = 0; b < v.nblocks; b++)
+		{
+			const PcsMapEntry *entry = &v.map[b];
+
+			if (pcs_entry_is_empty(entry))
+			{
+				stats->empty_pages++;
+				continue;
+			}
+			stats->stored_pages++;
+			stats->stored_bytes += entry->stored;
+			live_units += entry->units;
+			if (entry->flags & PCS_ENTRY_RAW)
+				stats->raw_pages++;
+			if (entry->flags & PCS_ENTRY_SHUFFLED)
+				stats->shuffled_pages++;
+			if (entry->flags & PCS_ENTRY_SPLIT)
+				stats->split_pages++;
+			if (pcs_entry_dictionary(entry->flags) != 0)
+				stats->dictionary_pages++;
+		}
+		for (int n = 1; (v.header->flags & PCS_HEADER_DICTIONARIES) != 0 &&
+			 n <= PCS_MAX_DICTIONARIES; n++)
+		{
+			const PcsDictRecord *record = &v.header->dictionaries.records[n - 1];
+
+			if (pcs_dict_record_check(v.header, segno, n, record,
+									  v.shift) != PCS_SOUND)
+				continue;
+			stats->dictionaries++;
+			stats->dictionary_bytes += record->bytes;
+			/* a dictionary's units are neither an image's nor garbage */
+			live_units += pcs_units_for(record->bytes, v.shift);
+		}
+		stats->logical_pages += v.nblocks;
+		stats->slack_bytes += live_units << v.shift;
+		stats->garbage_bytes +=
+			((uint64) v.unit_limit - Min(live_units, v.unit_limit)) << v.shift;
+		stats->physical_bytes += v.physical_bytes;
+		stats->segments++;
+		if (v.nblocks < RELSEG_SIZE)
+			break;
+	}
+	if (stats->segments == 0)
+		return false;
+	stats->slack_bytes -= stats->stored_bytes + stats->dictionary_bytes;
+	return true;
+}
+
 /* Rows of pgstrata_relation_compression(): one per compressed fork */
 Datum
 pgstrata_relation_compression(PG_FUNCTION_ARGS)
@@ -85,11 +170,11 @@ pgstrata_relation_compression(PG_FUNCTION_ARGS)
 	{
 		for (ForkNumber fork = 0; fork <= MAX_FORKNUM; fork++)
 		{
-			PcsForkStats st;
+			PgstrataForkStats st;
 			Datum		values[16];
 			bool		nulls[16] = {0};
 
-			if (!pcs_fork_stats(RelationGetSmgr(rel), fork, &st))
+			if (!pgstrata_fork_stats(RelationGetSmgr(rel), fork, &st))
 				continue;
 
 			values[0] = CStringGetTextDatum(forkNames[fork]);

@@ -52,27 +52,23 @@ extern void pcs_truncate(SMgrRelation reln, ForkNumber forknum,
 extern void pcs_immedsync(SMgrRelation reln, ForkNumber forknum);
 extern void pcs_registersync(SMgrRelation reln, ForkNumber forknum);
 
-/* What pcs_fork_stats() reports of a compressed fork */
-typedef struct PcsForkStats
+/*
+ * A read-only view of one segment of a compressed fork (pcs_segment_view()),
+ * for reports on the format; valid until the next call into pcs.c
+ */
+typedef struct PcsSegmentView
 {
-	uint64		segments;		/* segment files */
-	uint64		logical_pages;	/* blocks, as smgrnblocks() counts them */
-	uint64		stored_pages;	/* blocks with an image on disk */
-	uint64		empty_pages;	/* blocks without one: they read as zeros */
-	uint64		raw_pages;		/* images stored uncompressed */
-	uint64		shuffled_pages; /* images compressed after the page shuffle */
-	uint64		split_pages;	/* images compressed after the index split */
-	uint64		dictionary_pages;	/* images compressed with a dictionary */
-	uint64		dictionaries;	/* dictionaries the segments keep */
-	uint64		dictionary_bytes;	/* bytes of those dictionaries */
-	uint64		stored_bytes;	/* bytes of all images */
-	uint64		slack_bytes;	/* allocated to images beyond their size */
-	uint64		garbage_bytes;	/* allocated, referenced by no block */
+	const PcsHeader *header;	/* as mapped */
+	const PcsMapEntry *map;		/* likewise, RELSEG_SIZE entries */
+	BlockNumber segno;
+	BlockNumber nblocks;		/* its block count */
+	uint32		unit_limit;		/* the first unit not handed out */
+	int			shift;			/* log2 of its unit size */
 	uint64		physical_bytes; /* allocated by the file system */
-} PcsForkStats;
+} PcsSegmentView;
 
-extern bool pcs_fork_stats(SMgrRelation reln, ForkNumber forknum,
-						   PcsForkStats *stats);
+extern bool pcs_segment_view(SMgrRelation reln, ForkNumber forknum,
+							 BlockNumber segno, PcsSegmentView *view);
 extern bool pcs_fork_is_compressed(SMgrRelation reln, ForkNumber forknum);
 
 /* what a dictionary gains on the pages sampled to train it */

@@ -1935,73 +1935,32 @@ pcs_fork_is_compressed(SMgrRelation reln, ForkNumber forknum)
 }
 
 /*
- * Statistics of a fork for users (the pgstrata extension): false if the
- * fork does not exist or is not compressed.  The map is read as it is in
- * memory: pages still dirty in shared buffers count as they were last
- * written.
+ * A read-only view of segment segno of a compressed fork, for code that
+ * reports on the format (the pgstrata extension's statistics): false if the
+ * fork is not compressed or has no such segment.  The header and map are
+ * those in memory (pages still dirty in shared buffers count as they were
+ * last written), and stay valid until the next call into this file.
  */
 bool
-pcs_fork_stats(SMgrRelation reln, ForkNumber forknum, PcsForkStats *stats)
+pcs_segment_view(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
+				 PcsSegmentView * view)
 {
-	memset(stats, 0, sizeof(PcsForkStats));
-	if (!pcs_exists(reln, forknum) || !pcs_is_compressed(reln, forknum))
+	PcsSegment *seg;
+	struct stat st;
+
+	if (!pcs_fork_is_compressed(reln, forknum))
 		return false;
-
-	for (BlockNumber segno = 0;; segno++)
-	{
-		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
-		BlockNumber nblocks;
-		uint64		live_units = 0;
-		struct stat st;
-
-		if (seg == NULL)
-			break;
-		nblocks = pcs_seg_nblocks(seg);
-		for (BlockNumber b = 0; b < nblocks; b++)
-		{
-			PcsMapEntry *entry = &seg->map[b];
-
-			if (pcs_entry_is_empty(entry))
-			{
-				stats->empty_pages++;
-				continue;
-			}
-			stats->stored_pages++;
-			stats->stored_bytes += entry->stored;
-			live_units += entry->units;
-			if (entry->flags & PCS_ENTRY_RAW)
-				stats->raw_pages++;
-			if (entry->flags & PCS_ENTRY_SHUFFLED)
-				stats->shuffled_pages++;
-			if (entry->flags & PCS_ENTRY_SPLIT)
-				stats->split_pages++;
-			if (pcs_entry_dictionary(entry->flags) != 0)
-				stats->dictionary_pages++;
-		}
-		for (int n = 1; (seg->header->flags & PCS_HEADER_DICTIONARIES) != 0 &&
-			 n <= PCS_MAX_DICTIONARIES; n++)
-		{
-			PcsDictRecord *record = &seg->header->dictionaries.records[n - 1];
-
-			if (pcs_dict_record_check(seg->header, segno, n, record,
-									  seg->shift) != PCS_SOUND)
-				continue;
-			stats->dictionaries++;
-			stats->dictionary_bytes += record->bytes;
-			/* a dictionary's units are neither an image's nor garbage */
-			live_units += pcs_units_for(record->bytes, seg->shift);
-		}
-		stats->logical_pages += nblocks;
-		stats->slack_bytes += (live_units << seg->shift);
-		stats->garbage_bytes +=
-			((uint64) pcs_unit_limit(seg) - Min(live_units, pcs_unit_limit(seg))) << seg->shift;
-		if (fstat(FileGetRawDesc(seg->vfd), &st) == 0)
-			stats->physical_bytes += (uint64) st.st_blocks * 512;
-		stats->segments++;
-		if (nblocks < RELSEG_SIZE)
-			break;
-	}
-	stats->slack_bytes -= stats->stored_bytes + stats->dictionary_bytes;
+	seg = pcs_getseg(reln, forknum, segno, false);
+	if (seg == NULL)
+		return false;
+	view->header = seg->header;
+	view->map = seg->map;
+	view->segno = segno;
+	view->nblocks = pcs_seg_nblocks(seg);
+	view->unit_limit = pcs_unit_limit(seg);
+	view->shift = seg->shift;
+	view->physical_bytes = fstat(FileGetRawDesc(seg->vfd), &st) == 0 ?
+		(uint64) st.st_blocks * 512 : 0;
 	return true;
 }
 
