@@ -28,6 +28,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use IPC::Run;
 
 my $node = PostgreSQL::Test::Cluster->new('dictionary');
 $node->init(extra => ['--data-checksums'], allows_streaming => 1);
@@ -36,6 +37,7 @@ wal_log_hints = on
 allow_in_place_tablespaces = on
 autovacuum = off
 shared_buffers = 16MB
+restart_after_crash = on
 ));
 $node->start;
 $node->safe_psql('postgres', q(
@@ -198,9 +200,39 @@ CHECKPOINT;
 checks('after a failed installation');
 $row = $node->safe_psql('postgres',
 	"SELECT dictionary FROM pgstrata_train_dictionary('t', true)");
-is($row, '5', 'the next installation takes the number after the failed one');
+is($row, '4', 'the next installation takes the failed one\'s number, which no image names');
 $node->safe_psql('postgres', 'CHECKPOINT');
 checks('after the next installation');
+
+# ... and one whose backend is killed before its fsync: after crash
+# recovery (which fsyncs the data directory) the word names an installation
+# of an earlier generation, void, and new images use the highest sound
+# dictionary, which is the interrupted one's
+$node->safe_psql('postgres',
+	"SELECT injection_points_attach('pcs-dictionary-before-sync', 'wait')");
+my ($bout, $berr) = ('', '');
+my $bg = IPC::Run::start(
+	[ 'psql', '-X', '-h', $node->host, '-p', $node->port, '-c',
+	  "SELECT * FROM pgstrata_train_dictionary('t')", 'postgres' ],
+	'>', \$bout, '2>', \$berr);
+$node->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM pg_stat_activity WHERE wait_event = 'pcs-dictionary-before-sync'")
+  or die 'no installation reached pcs-dictionary-before-sync';
+my $pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE wait_event = 'pcs-dictionary-before-sync'");
+my $offset = -s $node->logfile;
+kill 'KILL', $pid;
+$bg->finish;
+$node->wait_for_log(qr/database system is ready to accept connections/, $offset);
+$node->safe_psql('postgres', q(
+UPDATE t SET status = 'Y' WHERE id % 13 = 0;
+UPDATE ledger SET status = 'Y' WHERE id % 13 = 0;
+CHECKPOINT;
+));
+my $tpath = PgStrata::PcsFile::relation_path($node, 'postgres', 't');
+cmp_ok(scalar(grep { ($_->[1]{flags} >> 4) == 5 } PgStrata::PcsFile::entries($tpath)),
+	'>', 0, 'after a crash in an installation, new images use its sound dictionary');
+checks('after a crash in an installation');
 
 # 4. pg_checksums reads the images compressed with dictionaries
 my $pgdata = $node->data_dir;
@@ -213,12 +245,12 @@ $node->start;
 # put back in between)
 my $path = PgStrata::PcsFile::relation_path($node, 'postgres', 't');
 my $h = PgStrata::PcsFile::header($path);
-my $d = $h->{dictionaries}{5};
-ok(defined $d, 'the header has the record of dictionary 5');
+my $d = $h->{dictionaries}{4};
+ok(defined $d, 'the header has the record of dictionary 4');
 my $dict_at = PgStrata::PcsFile::DATA_OFFSET + 128 * $d->{first};
-my $used = (grep { ($_->[1]{flags} >> 4) == 5 }
-	  PgStrata::PcsFile::entries($path))[0][0];
-ok(defined $used, 'some block uses dictionary 5');
+my %uses4 = map { $_->[0] => 1 } grep { ($_->[1]{flags} >> 4) == 4 }
+	  PgStrata::PcsFile::entries($path);
+ok(%uses4 > 0, 'some blocks use dictionary 4');
 $node->stop;
 my $saved = PgStrata::PcsFile::read_bytes($path);
 PgStrata::PcsFile::flip($path, $dict_at + int($d->{bytes} / 2));
@@ -226,8 +258,9 @@ $node->start;
 ($ret, $out, $err) = $node->psql('postgres',
 	"SELECT count(*) FROM t",
 	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-like($err, qr/XX001.*invalid compressed page in block $used of relation/s,
-	'a damaged dictionary is a data-corruption ERROR naming the block');
+ok($err =~ qr/XX001.*invalid compressed page in block (\d+) of relation/s && $uses4{$1},
+	'a damaged dictionary is a data-corruption ERROR naming a block that uses it')
+  or diag $err;
 like($err, qr/compression dictionary the block's image names is damaged/,
 	'... which says the dictionary is damaged');
 is($node->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');

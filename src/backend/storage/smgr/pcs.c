@@ -70,6 +70,10 @@ typedef struct PcsSegment
 	/* its dictionaries, by number, prepared once used (pcs_seg_dictionary) */
 	PcsDict    *dicts[PCS_MAX_DICTIONARIES + 1];
 	uint16		dicts_failed;	/* numbers that failed to load, as bits */
+	/* the dictionary sector's word last seen, and the number it gave */
+	bool		dict_word_known;
+	uint64		dict_word_seen;
+	int			dict_number_seen;
 	/* chunks of the map known to have storage (pcs_map_chunk_ready) */
 	uint64		map_ready[(PCS_MAP_CHUNKS + 63) / 64];
 } PcsSegment;
@@ -1435,10 +1439,55 @@ pcs_seg_dictionary(PcsSegment *seg, int number, const PcsDict **dict)
 }
 
 /*
+ * The number of the dictionary new images of a segment are compressed
+ * with, or 0: the ready one the current word names; while this generation
+ * installs the next, or after an installation an earlier generation did
+ * not finish (a crash), the highest sound record below it.  Any sound
+ * record of an earlier generation describes bytes that are durable: crash
+ * recovery begins by fsyncing the data directory, and its bytes are
+ * checked again when loaded.  The answer is kept until the word changes.
+ */
+static int
+pcs_seg_current_number(PcsSegment *seg)
+{
+	uint64		word = pg_atomic_read_u64(&seg->header->dictionaries.current);
+	int			limit = PCS_MAX_DICTIONARIES;
+	int			n = 0;
+
+	if (word == seg->dict_word_seen && seg->dict_word_known)
+		return seg->dict_number_seen;
+
+	switch (pcs_dict_decode(seg->header, seg->segno, word,
+							pcs_current_generation(), &n))
+	{
+		case PCS_DICT_READY:
+			break;
+		case PCS_DICT_INSTALLING:
+			limit = n - 1;
+			n = 0;
+			break;
+		case PCS_DICT_NONE:
+			n = 0;
+			break;
+	}
+	for (int r = limit; word != 0 && n == 0 && r >= 1; r--)
+	{
+		if (pcs_dict_record_check(seg->header, seg->segno, r,
+								  &seg->header->dictionaries.records[r - 1],
+								  seg->shift) == PCS_SOUND)
+			n = r;
+	}
+	seg->dict_word_seen = word;
+	seg->dict_number_seen = n;
+	seg->dict_word_known = true;
+	return n;
+}
+
+/*
  * The dictionary new images of a segment are compressed with, and its
- * number, or NULL.  While the next one is being installed, the one before
- * it serves.  A dictionary that fails to load is not used again by this
- * process; the images that name it report it when they are read.
+ * number, or NULL (pcs_seg_current_number()).  A dictionary that fails to
+ * load is not used again by this process; the images that name it report
+ * it when they are read.
  */
 static const PcsDict *
 pcs_seg_current_dictionary(PcsSegment *seg, int *number)
@@ -1448,18 +1497,7 @@ pcs_seg_current_dictionary(PcsSegment *seg, int *number)
 
 	if ((seg->header->flags & PCS_HEADER_DICTIONARIES) == 0)
 		return NULL;
-	switch (pcs_dict_decode(seg->header, seg->segno,
-							pg_atomic_read_u64(&seg->header->dictionaries.current),
-							pcs_current_generation(), &n))
-	{
-		case PCS_DICT_NONE:
-			return NULL;
-		case PCS_DICT_INSTALLING:
-			n--;
-			break;
-		case PCS_DICT_READY:
-			break;
-	}
+	n = pcs_seg_current_number(seg);
 	if (n < 1 || (seg->dicts_failed & (1 << n)) != 0)
 		return NULL;
 	if (pcs_seg_dictionary(seg, n, &dict) != PCS_SOUND)
@@ -1609,7 +1647,13 @@ pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
 	{
 		uint64		expected = installing;
 
-		/* give the word back; the units are found free by a later generation */
+		/*
+		 * Take the record back, which may not be durable and which no image
+		 * names, so that nothing takes it for a dictionary of an earlier
+		 * generation (pcs_seg_current_number()); give the word back.  The
+		 * units are found free by a later generation.
+		 */
+		memset(&sector->records[number - 1], 0, sizeof(PcsDictRecord));
 		(void) pg_atomic_compare_exchange_u64(&sector->current, &expected,
 											  old);
 		PG_RE_THROW();
@@ -1943,7 +1987,7 @@ pcs_fork_is_compressed(SMgrRelation reln, ForkNumber forknum)
  */
 bool
 pcs_segment_view(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
-				 PcsSegmentView * view)
+				 PcsSegmentView *view)
 {
 	PcsSegment *seg;
 	struct stat st;
