@@ -59,13 +59,11 @@ PG_FUNCTION_INFO_V1(pgstrata_estimate_compression);
  * (its dictionary would cost more of it than it saves); of larger ones one
  * page in PGSTRATA_DICT_SAMPLE_EVERY is sampled, at least
  * PGSTRATA_DICT_MIN_PAGES and at most PGSTRATA_DICT_MAX_PAGES (8 MB), and
- * the dictionary gets a 64th of the sample (zstd's trainer wants about a
- * hundred times its size in samples), within the format's bounds.
+ * the dictionary gets the size pcs_dict_capacity() gives a sample.
  */
 #define PGSTRATA_DICT_MIN_PAGES		64
 #define PGSTRATA_DICT_MAX_PAGES		1024
 #define PGSTRATA_DICT_SAMPLE_EVERY	50
-#define PGSTRATA_DICT_MIN_SIZE		(4 * 1024)
 
 /* What pgstrata_relation_compression() reports of a compressed fork */
 typedef struct PgstrataForkStats
@@ -84,7 +82,7 @@ typedef struct PgstrataForkStats
 	uint64		slack_bytes;	/* allocated to images beyond their size */
 	uint64		garbage_bytes;	/* allocated, referenced by no block */
 	uint64		physical_bytes; /* allocated by the file system */
-} PgstrataForkStats;
+}			PgstrataForkStats;
 
 /*
  * Add up the headers and maps of a fork's segments: false if the fork does
@@ -92,7 +90,7 @@ typedef struct PgstrataForkStats
  */
 static bool
 pgstrata_fork_stats(SMgrRelation reln, ForkNumber forknum,
-					PgstrataForkStats *stats)
+					PgstrataForkStats * stats)
 {
 	PcsSegmentView v;
 
@@ -104,7 +102,7 @@ pgstrata_fork_stats(SMgrRelation reln, ForkNumber forknum,
 
 		for (BlockNumber b = 0; b < v.nblocks; b++)
 		{
-			const PcsMapEntry *entry = &v.map[b];
+			const		PcsMapEntry *entry = &v.map[b];
 
 			if (pcs_entry_is_empty(entry))
 			{
@@ -126,7 +124,7 @@ pgstrata_fork_stats(SMgrRelation reln, ForkNumber forknum,
 		for (int n = 1; (v.header->flags & PCS_HEADER_DICTIONARIES) != 0 &&
 			 n <= PCS_MAX_DICTIONARIES; n++)
 		{
-			const PcsDictRecord *record = &v.header->dictionaries.records[n - 1];
+			const		PcsDictRecord *record = &v.header->dictionaries.records[n - 1];
 
 			if (pcs_dict_record_check(v.header, segno, n, record,
 									  v.shift) != PCS_SOUND)
@@ -331,7 +329,7 @@ pgstrata_sample_pages(Relation rel, BlockNumber first, BlockNumber count,
  */
 static int64
 pgstrata_stored_bytes(PcsAlgorithm algorithm, int level, const char *pages,
-					  int npages, const PcsDict *dict)
+					  int npages, const PcsDict * dict)
 {
 	PGAlignedBlock image;
 	PcsCodecState codec = {0};
@@ -348,14 +346,6 @@ pgstrata_stored_bytes(PcsAlgorithm algorithm, int level, const char *pages,
 									   PCS_UNIT_SHIFT) << PCS_UNIT_SHIFT;
 	}
 	return total;
-}
-
-/* The size a dictionary gets for a sample of sampled pages */
-static int
-pgstrata_dictionary_capacity(int sampled)
-{
-	return Min(PCS_MAX_DICTIONARY_SIZE,
-			   Max(PGSTRATA_DICT_MIN_SIZE, sampled * BLCKSZ / 64));
 }
 
 /*
@@ -472,7 +462,7 @@ pgstrata_train_dictionary(PG_FUNCTION_ARGS)
 		len = -1;
 		if (sampled >= PGSTRATA_DICT_MIN_PAGES / 2)
 			len = pcs_dict_train(pages, sampled, dict,
-								 pgstrata_dictionary_capacity(sampled));
+								 pcs_dict_capacity(sampled));
 		if (len < 0)
 		{
 			ereport(NOTICE,
@@ -617,7 +607,7 @@ pgstrata_estimate_compression(PG_FUNCTION_ARGS)
 					judge + (size_t) (i / 2) * BLCKSZ),
 				   pages + (size_t) i * BLCKSZ, BLCKSZ);
 		len = pcs_dict_train(train, half, dict,
-							 pgstrata_dictionary_capacity(half));
+							 pcs_dict_capacity(half));
 		if (len > 0)
 		{
 			PcsDict    *prepared = pcs_dict_prepare(algorithm, level, dict,

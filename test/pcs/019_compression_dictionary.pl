@@ -17,7 +17,9 @@
 # 4. pg_checksums reads images compressed with a dictionary.
 # 5. A damaged dictionary, or its record, is an ERROR with
 #    ERRCODE_DATA_CORRUPTED naming the relation and block, never a crash.
-# 6. Bad calls: a relation outside compressed tablespaces, an lz4
+# 6. A rewrite (VACUUM FULL) trains a dictionary for its new file by
+#    itself, from its first 1,024 pages.
+# 7. Bad calls: a relation outside compressed tablespaces, an lz4
 #    tablespace, a relation too small, a role that does not own it,
 #    recovery.
 
@@ -279,7 +281,18 @@ PgStrata::PcsFile::write_bytes($path, 0, $saved);
 $node->start;
 checks('with the file put back');
 
-# 6. bad calls
+# 6. A rewrite trains the new file's dictionary by itself: VACUUM FULL
+# writes the new file from its first block on, and after 1,024 pages a
+# dictionary trained on them serves the rest
+$node->safe_psql('postgres', 'VACUUM FULL t; CHECKPOINT');
+my $vf = stats('t');
+cmp_ok($vf->{stored}, '>', 1100, "the rewritten table has $vf->{stored} pages");
+is($vf->{dicts}, 1, 'VACUUM FULL trained a dictionary for the new file');
+cmp_ok($vf->{dict_pages}, '>=', 0.9 * ($vf->{stored} - $vf->{raw} - 1024),
+	"the pages written after the first 1,024 use it ($vf->{dict_pages} of $vf->{stored})");
+checks('after VACUUM FULL');
+
+# 7. bad calls
 $node->safe_psql('postgres', q(
 CREATE TABLE plain (id int);
 CREATE TABLE small (id int) TABLESPACE cts;

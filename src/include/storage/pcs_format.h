@@ -143,6 +143,8 @@ typedef enum PcsAlgorithm
 /* smallest and largest dictionary the segment takes, in bytes */
 #define PCS_MIN_DICTIONARY_SIZE	256
 #define PCS_MAX_DICTIONARY_SIZE	(64 * 1024)
+/* smallest dictionary training makes (pcs_dict_capacity()) */
+#define PCS_MIN_TRAINED_SIZE	(4 * 1024)
 
 /*
  * Where dictionary n lies: written once, before the first image that uses
@@ -543,6 +545,7 @@ extern PcsDict *pcs_dict_prepare(PcsAlgorithm algorithm, int level,
 extern void pcs_dict_free(PcsDict *dict);
 extern int	pcs_dict_train(const char *pages, int npages, char *dict,
 						   int capacity);
+extern int	pcs_dict_capacity(int npages);
 extern uint32 pcs_data_crc(const char *data, int len);
 
 #endif							/* PCS_FORMAT_H */

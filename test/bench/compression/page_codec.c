@@ -49,7 +49,6 @@ cpu_us(void)
 #define DICT_MIN_PAGES		64
 #define DICT_MAX_PAGES		1024
 #define DICT_SAMPLE_EVERY	50
-#define DICT_MIN_SIZE		(4 * 1024)
 
 /*
  * Units a compressed image of len bytes takes, raw when it does not save
@@ -95,9 +94,7 @@ dictionary_units(const char *pages, long long n, int level, double *c_us,
 			memcpy(sample + (size_t) sampled++ * BLCKSZ, page, BLCKSZ);
 	}
 	if (sampled >= DICT_MIN_PAGES / 2)
-		len = pcs_dict_train(sample, sampled, dict,
-							 Min(PCS_MAX_DICTIONARY_SIZE,
-								 Max(DICT_MIN_SIZE, sampled * BLCKSZ / 64)));
+		len = pcs_dict_train(sample, sampled, dict, pcs_dict_capacity(sampled));
 	if (len > 0)
 		prepared = pcs_dict_prepare(PCS_ALGO_ZSTD, level, dict, len);
 	if (prepared != NULL)

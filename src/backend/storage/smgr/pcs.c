@@ -74,9 +74,14 @@ typedef struct PcsSegment
 	bool		dict_word_known;
 	uint64		dict_word_seen;
 	int			dict_number_seen;
+	/* pages of its first extensions, for a dictionary (pcs_seg_sample()) */
+	bool		sampling_over;
+	BlockNumber sample_next;	/* the block the next extension must be */
+	int			nsample;		/* pages in sample */
+	char	   *sample;			/* PCS_AUTO_TRAIN_PAGES pages, or NULL */
 	/* chunks of the map known to have storage (pcs_map_chunk_ready) */
 	uint64		map_ready[(PCS_MAP_CHUNKS + 63) / 64];
-} PcsSegment;
+}			PcsSegment;
 
 /* Values of SMgrRelationData.pcs_format[] */
 #define PCS_FORMAT_UNKNOWN		0
@@ -90,6 +95,13 @@ typedef struct PcsSegment
 
 /* Tries at reading a map entry that a concurrent writer may be replacing */
 #define PCS_ENTRY_READ_TRIES	3
+
+/*
+ * A segment filled from its first block by extensions (a bulk write: a
+ * rewrite, an index build, a copy to another tablespace) trains a
+ * dictionary on its first this many pages (pcs_seg_sample())
+ */
+#define PCS_AUTO_TRAIN_PAGES	1024
 
 /* Tries at reading a block whose write a reader may meet half done */
 #define PCS_READ_TRIES			9
@@ -111,7 +123,7 @@ typedef struct PcsReadItem
 	int			len;			/* its stored length */
 	int			index;			/* its place in the caller's buffers[] */
 	PcsMapEntry entry;
-} PcsReadItem;
+}			PcsReadItem;
 
 static char *pcs_staging = NULL;
 
@@ -123,9 +135,9 @@ static dlist_head pcs_mapped = DLIST_STATIC_INIT(pcs_mapped);
 static int	pcs_num_mapped = 0;
 
 static int	pcs_fork_format(SMgrRelation reln, ForkNumber forknum);
-static PcsSegment *pcs_getseg(SMgrRelation reln, ForkNumber forknum,
-							  BlockNumber segno, bool create);
-static BlockNumber pcs_seg_nblocks(PcsSegment *seg);
+static PcsSegment * pcs_getseg(SMgrRelation reln, ForkNumber forknum,
+							   BlockNumber segno, bool create);
+static BlockNumber pcs_seg_nblocks(PcsSegment * seg);
 
 /* Is this fork compressed? md forks answer after one cached lookup. */
 static inline bool
@@ -157,7 +169,7 @@ pcs_segpath(SMgrRelation reln, ForkNumber forknum, BlockNumber segno)
 /* The key under which the free units of a segment are kept */
 static void
 pcs_free_key(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
-			 PcsFreeKey *key)
+			 PcsFreeKey * key)
 {
 	memset(key, 0, sizeof(PcsFreeKey));
 	key->rlocator = reln->smgr_rlocator.locator;
@@ -278,7 +290,7 @@ pcs_sync_tag(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
  * units freed before it began reusable (pcs_sync_begin())
  */
 static void
-pcs_sync_now(SMgrRelation reln, ForkNumber forknum, PcsSegment *seg,
+pcs_sync_now(SMgrRelation reln, ForkNumber forknum, PcsSegment * seg,
 			 uint32 wait_event)
 {
 	FileTag		tag;
@@ -301,7 +313,7 @@ pcs_sync_now(SMgrRelation reln, ForkNumber forknum, PcsSegment *seg,
  */
 static void
 pcs_register_dirty(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
-				   PcsSegment *seg)
+				   PcsSegment * seg)
 {
 	FileTag		tag;
 
@@ -387,7 +399,7 @@ pcs_segment_is_unfinished(File vfd, BlockNumber segno, off_t size)
  * file.
  */
 static void
-pcs_map_segment(PcsSegment *seg)
+pcs_map_segment(PcsSegment * seg)
 {
 	void	   *mapping;
 	PcsProblem	problem;
@@ -438,7 +450,7 @@ pcs_map_segment(PcsSegment *seg)
 
 /* Undo the mapping of a segment; the file stays open */
 static void
-pcs_unmap_segment(PcsSegment *seg)
+pcs_unmap_segment(PcsSegment * seg)
 {
 	Assert(seg->header != NULL && pcs_num_mapped > 0);
 	dlist_delete(&seg->lru);
@@ -474,7 +486,7 @@ pcs_limit_mappings(void)
 /* Remember segment seg as number segno of a fork of reln */
 static void
 pcs_remember_segment(SMgrRelation reln, ForkNumber forknum,
-					 BlockNumber segno, PcsSegment *seg)
+					 BlockNumber segno, PcsSegment * seg)
 {
 	Assert(PcsCxt != NULL);
 	if (segno >= (BlockNumber) reln->pcs_num_segs[forknum])
@@ -631,6 +643,8 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 		FileClose(seg->vfd);
 		for (int n = 1; n <= PCS_MAX_DICTIONARIES; n++)
 			pcs_dict_free(seg->dicts[n]);
+		if (seg->sample != NULL)
+			pfree(seg->sample);
 		pfree(seg);
 	}
 	if (reln->pcs_segs[forknum] != NULL)
@@ -641,7 +655,7 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 
 /* The size of a segment's file, or an error */
 static off_t
-pcs_file_end(PcsSegment *seg)
+pcs_file_end(PcsSegment * seg)
 {
 	off_t		size = FileSize(seg->vfd);
 
@@ -692,7 +706,7 @@ pcs_fallocate(int fd, off_t offset, off_t len)
  * Returns 0 or an error number.
  */
 static int
-pcs_grow_by_writing(PcsSegment *seg, int fd, off_t end)
+pcs_grow_by_writing(PcsSegment * seg, int fd, off_t end)
 {
 	off_t		size;
 	int			ret = 0;
@@ -712,7 +726,7 @@ pcs_grow_by_writing(PcsSegment *seg, int fd, off_t end)
 
 /* Raise the ERROR of a segment that could not be given storage */
 static void
-pcs_storage_failed(PcsSegment *seg, int error)
+pcs_storage_failed(PcsSegment * seg, int error)
 {
 	errno = error;
 	ereport(ERROR,
@@ -734,7 +748,7 @@ pcs_storage_failed(PcsSegment *seg, int error)
  * changes nothing that exists.
  */
 static void
-pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
+pcs_ensure_capacity(SMgrRelation reln, PcsSegment * seg, uint32 limit)
 {
 	off_t		size;
 	uint32		have;
@@ -793,7 +807,7 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
  * not safe, and a full file system remains fatal to such a store.
  */
 static void
-pcs_map_chunk_ready(PcsSegment *seg, BlockNumber segblock)
+pcs_map_chunk_ready(PcsSegment * seg, BlockNumber segblock)
 {
 	int			chunk = (int) (((off_t) segblock * PCS_ENTRY_SIZE) / PCS_MAP_CHUNK);
 	uint64		bit = UINT64CONST(1) << (chunk % 64);
@@ -827,7 +841,7 @@ pcs_map_chunk_ready(PcsSegment *seg, BlockNumber segblock)
  * when read again, since its units are then unknown.
  */
 static uint32
-pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
+pcs_map_high_water(PcsSegment * seg, PcsUnitRun * *used, int *nused,
 				   bool *all_sound)
 {
 	int			fd = FileGetRawDesc(seg->vfd);
@@ -930,8 +944,8 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 static int
 pcs_unit_run_cmp(const void *a, const void *b)
 {
-	const PcsUnitRun *ra = (const PcsUnitRun *) a;
-	const PcsUnitRun *rb = (const PcsUnitRun *) b;
+	const		PcsUnitRun *ra = (const PcsUnitRun *) a;
+	const		PcsUnitRun *rb = (const PcsUnitRun *) b;
 
 	return pg_cmp_u32(ra->first, rb->first);
 }
@@ -942,8 +956,8 @@ pcs_unit_run_cmp(const void *a, const void *b)
  * units: the map is damaged, and nothing can be called free).
  */
 static bool
-pcs_find_free_runs(PcsUnitRun *used, int nused, uint32 limit,
-				   PcsUnitRun **out, int *nout)
+pcs_find_free_runs(PcsUnitRun * used, int nused, uint32 limit,
+				   PcsUnitRun * *out, int *nout)
 {
 	uint32		next = 0;
 
@@ -980,7 +994,7 @@ pcs_find_free_runs(PcsUnitRun *used, int nused, uint32 limit,
  * generation; its free units are then garbage until a rewrite.
  */
 static void
-pcs_publish_free_runs(SMgrRelation reln, PcsSegment *seg, PcsUnitRun *used,
+pcs_publish_free_runs(SMgrRelation reln, PcsSegment * seg, PcsUnitRun * used,
 					  int nused, bool all_sound, uint32 start)
 {
 	PcsUnitRun *runs = NULL;
@@ -1026,7 +1040,7 @@ pcs_publish_free_runs(SMgrRelation reln, PcsSegment *seg, PcsUnitRun *used,
  * checks it (here and in pcs_unit_limit()).
  */
 static uint32
-pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
+pcs_allocate(SMgrRelation reln, PcsSegment * seg, int units)
 {
 	uint32		gen = pcs_current_generation();
 	pg_atomic_uint64 *word = pcs_header_alloc(seg->header);
@@ -1098,7 +1112,7 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
  * this process judge sound entries by an old, smaller file.
  */
 static inline uint32
-pcs_unit_limit(PcsSegment *seg)
+pcs_unit_limit(PcsSegment * seg)
 {
 	uint64		word = pg_atomic_read_u64(pcs_header_alloc(seg->header));
 	uint32		next;
@@ -1125,7 +1139,7 @@ pcs_unit_limit(PcsSegment *seg)
  * truncation that a crash interrupted is repeated by redo.
  */
 static BlockNumber
-pcs_nblocks_from_map(PcsSegment *seg)
+pcs_nblocks_from_map(PcsSegment * seg)
 {
 	uint32		limit = pcs_unit_limit(seg);
 
@@ -1145,7 +1159,7 @@ pcs_nblocks_from_map(PcsSegment *seg)
  * the relation's AccessExclusiveLock, so no extension runs meanwhile
  */
 static void
-pcs_seg_store_nblocks(PcsSegment *seg, BlockNumber n)
+pcs_seg_store_nblocks(PcsSegment * seg, BlockNumber n)
 {
 	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
 		pg_atomic_write_u64(pcs_header_nblocks(seg->header, copy),
@@ -1158,7 +1172,7 @@ pcs_seg_store_nblocks(PcsSegment *seg, BlockNumber n)
  * that a concurrent raise of the count is never undone.
  */
 static void
-pcs_seg_repair_nblocks(PcsSegment *seg, BlockNumber n)
+pcs_seg_repair_nblocks(PcsSegment * seg, BlockNumber n)
 {
 	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
 	{
@@ -1185,7 +1199,7 @@ pcs_seg_repair_nblocks(PcsSegment *seg, BlockNumber n)
  * WARNING; that never makes a block that holds data disappear.
  */
 static BlockNumber
-pcs_seg_nblocks(PcsSegment *seg)
+pcs_seg_nblocks(PcsSegment * seg)
 {
 	BlockNumber n = 0;
 	int			sound;
@@ -1215,7 +1229,7 @@ pcs_seg_nblocks(PcsSegment *seg)
  * stays in both.
  */
 static void
-pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
+pcs_seg_raise_nblocks(PcsSegment * seg, BlockNumber n)
 {
 	Assert(n <= RELSEG_SIZE);
 
@@ -1251,7 +1265,7 @@ pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
  * disk space.
  */
 static void
-pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
+pcs_seg_clear(PcsSegment * seg, BlockNumber from, BlockNumber to)
 {
 	Assert(from <= to && to <= RELSEG_SIZE);
 	for (BlockNumber b = from; b < to; b++)
@@ -1275,7 +1289,7 @@ pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
  */
 static void
 pcs_seg_truncate_entries(SMgrRelation reln, ForkNumber forknum,
-						 PcsSegment *seg, BlockNumber from, BlockNumber to)
+						 PcsSegment * seg, BlockNumber from, BlockNumber to)
 {
 	PcsFreeKey	key;
 	uint32		limit;
@@ -1385,7 +1399,7 @@ pcs_fill_segments_before(SMgrRelation reln, ForkNumber forknum,
  * what is wrong with it.
  */
 static PcsProblem
-pcs_seg_dictionary(PcsSegment *seg, int number, const PcsDict **dict)
+pcs_seg_dictionary(PcsSegment * seg, int number, const PcsDict * *dict)
 {
 	PcsDictRecord record;
 	PcsProblem	problem = PCS_SOUND;
@@ -1448,7 +1462,7 @@ pcs_seg_dictionary(PcsSegment *seg, int number, const PcsDict **dict)
  * checked again when loaded.  The answer is kept until the word changes.
  */
 static int
-pcs_seg_current_number(PcsSegment *seg)
+pcs_seg_current_number(PcsSegment * seg)
 {
 	uint64		word = pg_atomic_read_u64(&seg->header->dictionaries.current);
 	int			limit = PCS_MAX_DICTIONARIES;
@@ -1490,9 +1504,9 @@ pcs_seg_current_number(PcsSegment *seg)
  * it when they are read.
  */
 static const PcsDict *
-pcs_seg_current_dictionary(PcsSegment *seg, int *number)
+pcs_seg_current_dictionary(PcsSegment * seg, int *number)
 {
-	const PcsDict *dict;
+	const		PcsDict *dict;
 	int			n;
 
 	if ((seg->header->flags & PCS_HEADER_DICTIONARIES) == 0)
@@ -1515,8 +1529,8 @@ pcs_seg_current_dictionary(PcsSegment *seg, int *number)
  * gain on them, measured with the segment's own codec and level.
  */
 static int64
-pcs_stored_size(PcsSegment *seg, const char *pages, int npages,
-				const PcsDict *dict)
+pcs_stored_size(PcsSegment * seg, const char *pages, int npages,
+				const PcsDict * dict)
 {
 	PGAlignedBlock image;
 	PcsCodecState codec = {0};
@@ -1549,7 +1563,7 @@ pcs_stored_size(PcsSegment *seg, const char *pages, int npages,
 int
 pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
 					   BlockNumber segno, const char *bytes, int len,
-					   const char *pages, int npages, PcsDictGain *gain)
+					   const char *pages, int npages, PcsDictGain * gain)
 {
 	PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
 	PcsDictSector *sector;
@@ -1678,17 +1692,85 @@ pcs_invalid_page(char *buffer)
 	Assert((page->pd_flags & ~PD_VALID_FLAG_BITS) != 0);
 }
 
+/* Stop collecting pages of a segment for a dictionary, for good */
+static void
+pcs_seg_stop_sampling(PcsSegment * seg)
+{
+	seg->sampling_over = true;
+	if (seg->sample != NULL)
+		pfree(seg->sample);
+	seg->sample = NULL;
+	seg->nsample = 0;
+}
+
+/*
+ * A page (a private copy) is about to extend segment seg at block segblock.
+ * A segment whose blocks are all written by extensions from its first one
+ * on, in order, is being filled by a bulk write (VACUUM FULL, CLUSTER, an
+ * index build, SET TABLESPACE): its first PCS_AUTO_TRAIN_PAGES pages train
+ * a dictionary, which is installed (where it pays, as
+ * pcs_install_dictionary() judges) before the next page is compressed, so
+ * that the rest of the bulk write, and every later write, uses it.  Any
+ * other order of writes, a dictionary already there, or a temporary
+ * relation ends the sampling for the life of the segment in this process.
+ * Training costs a fraction of a second once per segment; the pages kept
+ * meanwhile (8 MB) are given back as soon as it is done.
+ */
+static void
+pcs_seg_sample(SMgrRelation reln, ForkNumber forknum, PcsSegment * seg,
+			   BlockNumber segblock, const char *page)
+{
+	char	   *dict;
+	int			len = -1;
+	PcsDictGain gain;
+
+	if (seg->sampling_over)
+		return;
+	if (segblock != seg->sample_next || SmgrIsTemp(reln) ||
+		(seg->header->flags & PCS_HEADER_DICTIONARIES) == 0 ||
+		pcs_seg_current_number(seg) != 0)
+	{
+		pcs_seg_stop_sampling(seg);
+		return;
+	}
+	if (seg->sample == NULL)
+		seg->sample = MemoryContextAllocExtended(PcsCxt,
+												 (Size) PCS_AUTO_TRAIN_PAGES * BLCKSZ,
+												 MCXT_ALLOC_NO_OOM);
+	if (seg->sample == NULL)
+	{
+		pcs_seg_stop_sampling(seg);
+		return;
+	}
+	/* all-zero pages teach nothing */
+	if (!PageIsNew((Page) page))
+		memcpy(seg->sample + (Size) seg->nsample++ * BLCKSZ, page, BLCKSZ);
+	if (++seg->sample_next < PCS_AUTO_TRAIN_PAGES)
+		return;
+
+	Assert(seg->nsample <= PCS_AUTO_TRAIN_PAGES);
+	dict = palloc(PCS_MAX_DICTIONARY_SIZE);
+	if (seg->nsample >= PCS_AUTO_TRAIN_PAGES / 2)
+		len = pcs_dict_train(seg->sample, seg->nsample, dict,
+							 pcs_dict_capacity(seg->nsample));
+	if (len > 0)
+		(void) pcs_install_dictionary(reln, forknum, seg->segno, dict, len,
+									  seg->sample, seg->nsample, &gain);
+	pfree(dict);
+	pcs_seg_stop_sampling(seg);
+}
+
 /*
  * Read the page of one entry of a segment (entry, a copy of the map's entry
  * of block segblock) into buffer, through image (a staging block): PCS_SOUND,
  * or what is wrong.  An empty entry reads as a zero page.
  */
 static PcsProblem
-pcs_read_image(PcsSegment *seg, const PcsMapEntry *entry, BlockNumber segblock,
+pcs_read_image(PcsSegment * seg, const PcsMapEntry * entry, BlockNumber segblock,
 			   char *image, char *buffer)
 {
 	PcsProblem	problem;
-	const PcsDict *dict = NULL;
+	const		PcsDict *dict = NULL;
 	int			nread;
 
 	problem = pcs_entry_check(entry, segblock, pcs_unit_limit(seg), seg->shift);
@@ -1847,7 +1929,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	BlockNumber nblocks;
 	bool		old_sound;
 	bool		relocated = false;
-	const PcsDict *dict;
+	const		PcsDict *dict;
 	int			dict_number = 0;
 
 	if (extend)
@@ -1867,6 +1949,8 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	 * written, and the image, its CRC and what reaches disk must agree.
 	 */
 	memcpy(page.data, buffer, BLCKSZ);
+	if (extend)
+		pcs_seg_sample(reln, forknum, seg, segblock, page.data);
 	dict = pcs_seg_current_dictionary(seg, &dict_number);
 	len = pcs_compress_page(seg->header->algorithm, seg->header->level,
 							page.data, image.data, BLCKSZ, &image_flags,
@@ -1987,7 +2071,7 @@ pcs_fork_is_compressed(SMgrRelation reln, ForkNumber forknum)
  */
 bool
 pcs_segment_view(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
-				 PcsSegmentView *view)
+				 PcsSegmentView * view)
 {
 	PcsSegment *seg;
 	struct stat st;
@@ -2304,7 +2388,7 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 			char	   *page = buffers[item->index];
 
 			int			number = pcs_entry_dictionary(item->entry.flags);
-			const PcsDict *dict = NULL;
+			const		PcsDict *dict = NULL;
 
 			if (item->start + item->len - items[first].start > nread ||
 				pcs_data_crc(image, item->len) != item->entry.data_crc)
