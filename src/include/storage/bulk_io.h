@@ -79,13 +79,16 @@ extern bool bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst,
 
 /* heap pre-extension */
 extern bool bulk_io_heap_wants_pre_extension(Relation rel);
-extern bool bulk_io_heap_lock_for_extension(Relation rel, Size needed,
-											BlockNumber *target);
-extern BlockNumber bulk_io_heap_pre_extend(Relation rel,
-										   BufferAccessStrategy strategy,
-										   bool bulk_load,
-										   BlockNumber next_block,
-										   uint32 extended_by);
+extern BlockNumber bulk_io_heap_prepare_extension(Relation rel, Size needed,
+												  BlockNumber *target);
+extern BlockNumber bulk_io_heap_window(Relation rel, bool bulk_load,
+									   BlockNumber seen_size,
+									   BlockNumber first_block,
+									   uint32 extended_by);
+extern void bulk_io_heap_pre_extend(Relation rel,
+									BufferAccessStrategy strategy,
+									BlockNumber nblocks,
+									uint32 extended_by);
 extern void bulk_io_heap_record_free(Relation rel, BlockNumber from,
 									 BlockNumber to);
 extern bool bulk_io_heap_reclaim_window(Relation rel,

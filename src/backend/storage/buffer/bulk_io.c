@@ -322,53 +322,54 @@ bulk_io_heap_wants_pre_extension(Relation rel)
 }
 
 /*
- * Take the extension lock of a heap relation that may pre-extend.
+ * Prepare the extension of a heap relation that found no page with room.
  *
- * RelationGetBufferForTuple() calls this when it found no page with room;
- * the caller then extends with the lock held (RelationAddBlocks), so that
- * the pre-extension follows the pages the buffer manager adds with nobody
- * extending in between.  Returns false, holding no lock, when the relation
- * does not pre-extend, or when we had to wait and the backend we waited for
- * left a page with "needed" bytes free in the FSM: *target is then that
- * page, and the caller tries it instead of extending again.  Without that
- * look, every backend queued behind a pre-extension would extend the
- * relation once more after it, and the ones that saw waiters themselves
- * would each add a window.  That backend recorded its window in the FSM
- * before it released the lock (RelationAddBlocks), so the look finds it.
+ * Returns the relation's size if the extension may add a pre-extension
+ * window: the caller then extends with EB_BULK_IO_KEEP_EXTENSION_LOCK, so
+ * that the buffer manager evicts its victim buffers before it takes the
+ * extension lock, as always, and returns still holding it, and calls
+ * bulk_io_heap_window() under the lock.  Returns InvalidBlockNumber,
+ * holding no lock, when the relation does not pre-extend, or when another
+ * backend was extending it and left a page with "needed" bytes free in the
+ * FSM: *target is then that page, and the caller tries it instead of
+ * extending again.  Without that look, every backend queued behind a
+ * pre-extension would extend the relation once more after it.  That
+ * backend recorded its window in the FSM before it released the lock
+ * (bulk_io_heap_pre_extend), so the look finds it.  We only wait for the
+ * lock here, and do not keep it: holding it while the buffer manager
+ * evicted victims (and wrote them out, WAL flush included) would make
+ * every queued backend wait for that too.
  */
-bool
-bulk_io_heap_lock_for_extension(Relation rel, Size needed,
-								BlockNumber *target)
+BlockNumber
+bulk_io_heap_prepare_extension(Relation rel, Size needed, BlockNumber *target)
 {
 	*target = InvalidBlockNumber;
 	if (!bulk_io_heap_wants_pre_extension(rel))
-		return false;
+		return InvalidBlockNumber;
 
-	if (!ConditionalLockRelationForExtension(rel, ExclusiveLock))
+	/* a test holds a backend here until another one extends */
+	INJECTION_POINT("bulk-io-extension-prepare");
+
+	if (RelationExtensionLockWaiterCount(rel) > 0)
 	{
 		LockRelationForExtension(rel, ExclusiveLock);
+		UnlockRelationForExtension(rel, ExclusiveLock);
 		*target = GetPageWithFreeSpace(rel, needed);
 		if (*target != InvalidBlockNumber)
-		{
-			UnlockRelationForExtension(rel, ExclusiveLock);
-			return false;
-		}
+			return InvalidBlockNumber;
 	}
-
-	/* a test holds the extender here until a second backend queues */
-	INJECTION_POINT("bulk-io-extension-locked");
-	return true;
+	return RelationGetNumberOfBlocks(rel);
 }
 
 /*
- * Extend a heap relation to the end of the pre-extension window, if that
- * pays.
+ * How many blocks of pre-extension window to add after an extension, 0 for
+ * none.
  *
- * The caller holds the relation extension lock and has just extended the
- * relation by extended_by blocks with buffers, ending before next_block.
- * Returns the new end of the relation (next_block when it did not
- * pre-extend); the caller enters [next_block, that end) into the FSM
- * before it releases the lock.
+ * The caller holds the relation extension lock, has just extended the
+ * relation by extended_by blocks from first_block, and found the relation
+ * seen_size blocks long before (bulk_io_heap_prepare_extension).  With a
+ * result above 0 it passes it to bulk_io_heap_pre_extend() with the lock
+ * still held; with 0 it releases the lock.
  *
  * A window pays for a bulk load (bulk_load: the caller has a
  * BulkInsertState, as COPY has), which fills it soon, and when other
@@ -378,66 +379,94 @@ bulk_io_heap_lock_for_extension(Relation rel, Size needed,
  * large table gains little from it on a local file system (one small
  * extension per page filled, uncontended) and would leave up to a window of
  * empty pages at the end of the table for good; it extends as stock
- * PostgreSQL does, by as many pages as upstream chooses.
+ * PostgreSQL does, by as many pages as upstream chooses.  If another
+ * backend extended the relation after we looked at it, it may have added a
+ * window that the FSM now knows: we add none, and use its pages next time.
+ */
+BlockNumber
+bulk_io_heap_window(Relation rel, bool bulk_load, BlockNumber seen_size,
+					BlockNumber first_block, uint32 extended_by)
+{
+	BlockNumber window = (BlockNumber) polar_bulk_extend_size;
+	BlockNumber next_block = first_block + extended_by;
+
+	Assert(BlockNumberIsValid(seen_size));
+	Assert(!RelationUsesLocalBuffers(rel));
+
+	/* a test holds the extender here until a second backend queues */
+	INJECTION_POINT("bulk-io-extension-locked");
+
+	if (first_block != seen_size || extended_by >= window)
+		return 0;
+	/* the lock's count of requests includes ours */
+	if (!bulk_load && RelationExtensionLockWaiterCount(rel) <= 1)
+		return 0;
+	if ((uint64) next_block + (window - extended_by) > (uint64) MaxBlockNumber)
+		return MaxBlockNumber - next_block;
+	return window - extended_by;
+}
+
+/*
+ * Add nblocks blocks of pre-extension window to a heap relation, enter them
+ * into the FSM, and release the relation extension lock.
  *
- * The first part of the rest of the window is added through the buffer
- * manager too, in batches its pin limit allows, and each buffer is released
- * at once: the pages are then valid, clean, all-zero buffers, and the
- * inserters that later take them from the FSM find them there instead of
- * reading zeros back from the file (a COPY into a large table did one read
- * system call per pre-extended page before).  Those buffers come from the
- * caller's strategy ring when it has one (COPY's bulk-write ring), from the
- * whole pool otherwise, so at most 1/PRE_EXTEND_BUFFER_SHARE of shared
- * buffers is used that way: a window must not push a busy pool's useful
- * pages out.  The rest, if any, is zero-extended without buffers
- * (smgrzeroextend uses fallocate where it can, and a compressed fork only
- * raises its logical size).
+ * The caller holds the extension lock and no buffer lock, and has just
+ * extended the relation by extended_by blocks with buffers (the buffer
+ * manager took their victim buffers before the lock).  The window is
+ * zero-extended in the file without buffers (smgrzeroextend uses fallocate
+ * where it can, and a compressed fork only raises its logical size), so
+ * that nothing is evicted while the lock is held: evicting a dirty victim
+ * can mean a write and a WAL flush, and every backend queued on the lock
+ * would wait for it.  The window goes into the FSM before the lock is
+ * released, so that the backends queued on it find it there.
+ *
+ * Then, with no lock held, the first part of the window is read into shared
+ * buffers with combined reads (the file system returns the zeros of
+ * fallocated blocks without device I/O), so that the inserters that take
+ * those pages later find valid, clean buffers instead of reading each page
+ * from the file with one system call.  Those buffers come from the caller's
+ * strategy ring when it has one (COPY's bulk-write ring), from the whole
+ * pool otherwise, so at most 1/PRE_EXTEND_BUFFER_SHARE of shared buffers is
+ * read that way: a window must not push a busy pool's useful pages out.
+ * This is an ordinary read, so a page that an inserter took from the FSM
+ * meanwhile is found in the pool, or read with what it wrote.
  */
 #define PRE_EXTEND_BUFFER_SHARE 32
 
-BlockNumber
+void
 bulk_io_heap_pre_extend(Relation rel, BufferAccessStrategy strategy,
-						bool bulk_load, BlockNumber next_block,
-						uint32 extended_by)
+						BlockNumber nblocks, uint32 extended_by)
 {
-	BlockNumber window = (BlockNumber) polar_bulk_extend_size;
-	BlockNumber nblocks;
-	BlockNumber buffered;
-	BlockNumber done = 0;
+	BlockNumber start;
+	BulkIoBlockRange range;
+	ReadStream *stream;
+	Buffer		buf;
 
-	if (extended_by >= window)
-		return next_block;
-	/* the lock's count of requests includes ours */
-	if (!bulk_load && RelationExtensionLockWaiterCount(rel) <= 1)
-		return next_block;
-	nblocks = window - extended_by;
-	if ((uint64) next_block + nblocks > (uint64) MaxBlockNumber)
-		nblocks = MaxBlockNumber - next_block;
-	if (nblocks == 0)
-		return next_block;
+	Assert(nblocks > 0);
 
-	buffered = Min(nblocks, (BlockNumber) (NBuffers / PRE_EXTEND_BUFFER_SHARE));
-	while (done < buffered)
-	{
-		Buffer		buffers[64];
-		uint32		got = 0;
+	/* we hold the extension lock: our own extension ends the relation */
+	start = RelationGetNumberOfBlocks(rel);
+	smgrzeroextend(RelationGetSmgr(rel), MAIN_FORKNUM, start, (int) nblocks,
+				   false);
+	bulk_io_heap_record_free(rel, start, start + nblocks);
 
-		ExtendBufferedRelBy(BMR_REL(rel), MAIN_FORKNUM, strategy,
-							EB_SKIP_EXTENSION_LOCK,
-							Min(buffered - done, lengthof(buffers)),
-							buffers, &got);
-		for (uint32 i = 0; i < got; i++)
-			ReleaseBuffer(buffers[i]);
-		done += got;
-	}
-
-	if (done < nblocks)
-		smgrzeroextend(RelationGetSmgr(rel), MAIN_FORKNUM, next_block + done,
-					   (int) (nblocks - done), false);
+	UnlockRelationForExtension(rel, ExclusiveLock);
 
 	bulk_io_count(BULK_IO_HEAP_EXTENSIONS, 1);
 	bulk_io_count(BULK_IO_HEAP_EXTENDED_BLOCKS, extended_by + nblocks);
-	return next_block + nblocks;
+
+	range.next = start;
+	range.end = start + Min(nblocks,
+							(BlockNumber) (NBuffers / PRE_EXTEND_BUFFER_SHARE));
+	if (range.end <= range.next)
+		return;
+	stream = read_stream_begin_relation(READ_STREAM_FULL |
+										READ_STREAM_SEQUENTIAL,
+										strategy, rel, MAIN_FORKNUM,
+										bulk_io_block_range_next, &range, 0);
+	while ((buf = read_stream_next_buffer(stream, NULL)) != InvalidBuffer)
+		ReleaseBuffer(buf);
+	read_stream_end(stream);
 }
 
 /*
