@@ -37,7 +37,7 @@ extern PGDLLIMPORT int polar_bulk_extend_size;
 extern PGDLLIMPORT int polar_min_bulk_extend_table_size;
 extern PGDLLIMPORT int polar_index_create_bulk_extend_size;
 
-/* The counters kept per backend type in shared memory */
+/* The counters kept per backend type and per relation in shared memory */
 typedef enum BulkIoCounter
 {
 	BULK_IO_READS,				/* reads of two or more blocks at once */
@@ -54,8 +54,17 @@ typedef enum BulkIoCounter
 /* shared memory and counters */
 extern Size BulkIoShmemSize(void);
 extern void BulkIoShmemInit(void);
-extern void bulk_io_count(BulkIoCounter counter, uint64 n);
+/* The counters of one relation's file, as bulk_io_relation_counters() copies them */
+typedef struct BulkIoRelCounters
+{
+	RelFileLocator locator;		/* {0, 0, 0}: relations that found no room */
+	uint64		counters[BULK_IO_NUM_COUNTERS];
+} BulkIoRelCounters;
+
+extern void bulk_io_count(const RelFileLocator *rlocator,
+						  BulkIoCounter counter, uint64 n);
 extern uint64 bulk_io_counter_value(int backend_type, BulkIoCounter counter);
+extern int	bulk_io_relation_counters(BulkIoRelCounters **result);
 extern void bulk_io_reset_counters(void);
 
 /* read side */
@@ -72,7 +81,7 @@ extern BlockNumber bulk_io_block_range_next(struct ReadStream *stream,
 											void *callback_private_data,
 											void *per_buffer_data);
 extern int	bulk_io_read_combine_limit(bool bulk_io_path);
-extern void bulk_io_count_read(int nblocks);
+extern void bulk_io_count_read(const RelFileLocator *rlocator, int nblocks);
 extern bool bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst,
 								 ForkNumber forknum, char relpersistence,
 								 bool use_wal);

@@ -37,8 +37,9 @@
  *   written, writes each contiguous run of pending pages with one
  *   smgrwritev, and cuts the unused tail when the build ends;
  *
- * - counters per backend type in shared memory, read by the pgstrata
- *   extension (pgstrata_bulk_io).
+ * - counters per backend type and per relation file in shared memory,
+ *   read by the pgstrata extension (pgstrata_bulk_io,
+ *   pgstrata_bulk_io_relations).
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -59,8 +60,10 @@
 #include "storage/bulk_write.h"
 #include "storage/freespace.h"
 #include "storage/lmgr.h"
+#include "storage/lwlock.h"
 #include "storage/read_stream.h"
 #include "storage/shmem.h"
+#include "utils/hsearch.h"
 #include "utils/injection_point.h"
 #include "utils/rel.h"
 
@@ -70,46 +73,173 @@ int			polar_bulk_extend_size = BULK_IO_DEFAULT_EXTEND_SIZE;
 int			polar_min_bulk_extend_table_size = BULK_IO_DEFAULT_MIN_EXTEND_TABLE_SIZE;
 int			polar_index_create_bulk_extend_size = BULK_IO_DEFAULT_EXTEND_SIZE;
 
-/* The counters, one set per backend type, since server start or reset */
+/*
+ * The counters, one set per backend type and one per relation file, since
+ * server start or reset.
+ *
+ * The relations' counters are in a hash table of fixed size keyed by the
+ * relation's file (RelFileLocator): that is what the buffer manager knows
+ * when it reads, and what the storage copy and index builds write, where no
+ * relation OID is at hand.  pgstat's relation statistics would need new
+ * fields, flush code and SQL functions in core; this is one hash table in
+ * this file.  A relation that finds the table full is counted in the entry
+ * of the "other relations" key (all zeros, no relation has it), so that the
+ * sums over the relations stay equal to the sums over the backend types.
+ * Entries stay until a reset; their memory is never freed, so a backend may
+ * keep a pointer to the entry it counted into last, valid as long as the
+ * table's generation, which a reset advances, has not changed.
+ */
+#define BULK_IO_MAX_RELATIONS 4096
+
+typedef struct BulkIoRelEntry
+{
+	RelFileLocator key;			/* the relation's file: hash key */
+	pg_atomic_uint64 counters[BULK_IO_NUM_COUNTERS];
+} BulkIoRelEntry;
+
 typedef struct BulkIoShared
 {
 	pg_atomic_uint64 counters[BACKEND_NUM_TYPES][BULK_IO_NUM_COUNTERS];
+	int			rel_tranche_id; /* tranche of rel_lock */
+	LWLock		rel_lock;		/* adding and removing relations' entries */
+	pg_atomic_uint32 rel_generation;	/* advanced by each reset */
 } BulkIoShared;
 
 static BulkIoShared *BulkIo = NULL;
+static HTAB *BulkIoRels = NULL;
+
+/* the entry this backend counted into last, and the generation it is of */
+static BulkIoRelEntry *bulk_io_last_entry = NULL;
+static uint32 bulk_io_last_generation = 0;
+static bool bulk_io_tranche_named = false;
+
+/* the key of the entry that counts relations that found the table full */
+static const RelFileLocator bulk_io_other_relations = {0, 0, 0};
 
 /* Shared memory the counters need */
 Size
 BulkIoShmemSize(void)
 {
-	return sizeof(BulkIoShared);
+	return add_size(MAXALIGN(sizeof(BulkIoShared)),
+					hash_estimate_size(BULK_IO_MAX_RELATIONS + 1,
+									   sizeof(BulkIoRelEntry)));
+}
+
+/* Zero the counters of a relation's entry */
+static void
+bulk_io_init_rel_entry(BulkIoRelEntry *entry)
+{
+	for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
+		pg_atomic_init_u64(&entry->counters[c], 0);
+}
+
+/*
+ * Enter the "other relations" entry; the caller holds rel_lock exclusively,
+ * or is the postmaster setting up shared memory
+ */
+static void
+bulk_io_enter_other_relations(void)
+{
+	BulkIoRelEntry *entry;
+	bool		found;
+
+	/* the table has room for it beyond BULK_IO_MAX_RELATIONS */
+	entry = hash_search(BulkIoRels, &bulk_io_other_relations, HASH_ENTER,
+						&found);
+	if (!found)
+		bulk_io_init_rel_entry(entry);
 }
 
 /* Create or attach to the counters in shared memory */
 void
 BulkIoShmemInit(void)
 {
+	HASHCTL		info;
 	bool		found;
 
 	BulkIo = ShmemInitStruct("pgstrata bulk I/O counters",
-							 BulkIoShmemSize(), &found);
+							 sizeof(BulkIoShared), &found);
+	info.keysize = sizeof(RelFileLocator);
+	info.entrysize = sizeof(BulkIoRelEntry);
+	BulkIoRels = ShmemInitHash("pgstrata bulk I/O counters of relations",
+							   BULK_IO_MAX_RELATIONS + 1,
+							   BULK_IO_MAX_RELATIONS + 1, &info,
+							   HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	if (!found)
 	{
 		for (int t = 0; t < BACKEND_NUM_TYPES; t++)
 			for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
 				pg_atomic_init_u64(&BulkIo->counters[t][c], 0);
+		BulkIo->rel_tranche_id = LWLockNewTrancheId();
+		LWLockInitialize(&BulkIo->rel_lock, BulkIo->rel_tranche_id);
+		pg_atomic_init_u32(&BulkIo->rel_generation, 0);
+		bulk_io_enter_other_relations();
 	}
 }
 
-/* Add n to a counter of this backend's type */
+/*
+ * The counters of a relation's file, entered if new.
+ *
+ * The lock is taken only when the entry is not the one this backend counted
+ * into last: a scan counts into the same entry read after read.
+ */
+static BulkIoRelEntry *
+bulk_io_rel_entry(const RelFileLocator *rlocator)
+{
+	uint32		generation = pg_atomic_read_u32(&BulkIo->rel_generation);
+	BulkIoRelEntry *entry;
+
+	if (bulk_io_last_entry != NULL &&
+		bulk_io_last_generation == generation &&
+		RelFileLocatorEquals(bulk_io_last_entry->key, *rlocator))
+		return bulk_io_last_entry;
+
+	/* name the lock's tranche for wait events; this allocates, once */
+	if (!bulk_io_tranche_named)
+	{
+		LWLockRegisterTranche(BulkIo->rel_tranche_id, "BulkIoRelations");
+		bulk_io_tranche_named = true;
+	}
+
+	LWLockAcquire(&BulkIo->rel_lock, LW_SHARED);
+	entry = hash_search(BulkIoRels, rlocator, HASH_FIND, NULL);
+	LWLockRelease(&BulkIo->rel_lock);
+	if (entry == NULL)
+	{
+		bool		found;
+
+		LWLockAcquire(&BulkIo->rel_lock, LW_EXCLUSIVE);
+		entry = hash_search(BulkIoRels, rlocator, HASH_ENTER_NULL, &found);
+		if (entry == NULL)
+			entry = hash_search(BulkIoRels, &bulk_io_other_relations,
+								HASH_FIND, NULL);
+		else if (!found)
+			bulk_io_init_rel_entry(entry);
+		LWLockRelease(&BulkIo->rel_lock);
+	}
+	Assert(entry != NULL);
+
+	bulk_io_last_entry = entry;
+	bulk_io_last_generation = generation;
+	return entry;
+}
+
+/*
+ * Add n to a counter of this backend's type and, with a relation's file
+ * (rlocator, NULL for none), to that relation's
+ */
 void
-bulk_io_count(BulkIoCounter counter, uint64 n)
+bulk_io_count(const RelFileLocator *rlocator, BulkIoCounter counter,
+			  uint64 n)
 {
 	/* a standalone backend before shared memory exists counts nothing */
 	if (BulkIo == NULL || MyBackendType < 0 ||
 		MyBackendType >= BACKEND_NUM_TYPES)
 		return;
 	pg_atomic_fetch_add_u64(&BulkIo->counters[MyBackendType][counter], n);
+	if (rlocator != NULL)
+		pg_atomic_fetch_add_u64(&bulk_io_rel_entry(rlocator)->counters[counter],
+								n);
 }
 
 /* Current value of a counter of one backend type */
@@ -122,15 +252,71 @@ bulk_io_counter_value(int backend_type, BulkIoCounter counter)
 	return pg_atomic_read_u64(&BulkIo->counters[backend_type][counter]);
 }
 
-/* Set every counter of every backend type back to zero */
+/*
+ * A copy of the counters of every relation's file that has any, in
+ * palloc'd memory; returns how many.  The entry of the other relations has
+ * the key {0, 0, 0}.
+ */
+int
+bulk_io_relation_counters(BulkIoRelCounters **result)
+{
+	HASH_SEQ_STATUS status;
+	BulkIoRelEntry *entry;
+	int			n = 0;
+
+	*result = NULL;
+	if (BulkIo == NULL)
+		return 0;
+
+	*result = palloc((BULK_IO_MAX_RELATIONS + 1) * sizeof(BulkIoRelCounters));
+	LWLockAcquire(&BulkIo->rel_lock, LW_SHARED);
+	hash_seq_init(&status, BulkIoRels);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		BulkIoRelCounters *out = &(*result)[n];
+		bool		any = false;
+
+		Assert(n <= BULK_IO_MAX_RELATIONS);
+		out->locator = entry->key;
+		for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
+		{
+			out->counters[c] = pg_atomic_read_u64(&entry->counters[c]);
+			any |= out->counters[c] != 0;
+		}
+		if (any)
+			n++;
+	}
+	LWLockRelease(&BulkIo->rel_lock);
+	return n;
+}
+
+/*
+ * Set every counter back to zero, and forget the relations: their entries
+ * are removed, so that the table makes room for the relations that come
+ */
 void
 bulk_io_reset_counters(void)
 {
+	HASH_SEQ_STATUS status;
+	BulkIoRelEntry *entry;
+
 	if (BulkIo == NULL)
 		return;
 	for (int t = 0; t < BACKEND_NUM_TYPES; t++)
 		for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
 			pg_atomic_write_u64(&BulkIo->counters[t][c], 0);
+
+	LWLockAcquire(&BulkIo->rel_lock, LW_EXCLUSIVE);
+	/* backends that kept a pointer to an entry look it up again */
+	pg_atomic_fetch_add_u32(&BulkIo->rel_generation, 1);
+	hash_seq_init(&status, BulkIoRels);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (hash_search(BulkIoRels, &entry->key, HASH_REMOVE, NULL) == NULL)
+			elog(ERROR, "bulk I/O counters of a relation vanished");
+	}
+	bulk_io_enter_other_relations();
+	LWLockRelease(&BulkIo->rel_lock);
 }
 
 /*
@@ -155,14 +341,14 @@ bulk_io_read_combine_limit(bool bulk_io_path)
 	return Min(polar_bulk_read_size, io_combine_limit);
 }
 
-/* Count one read of nblocks blocks issued by the buffer manager */
+/* Count one read of nblocks blocks of a relation's file */
 void
-bulk_io_count_read(int nblocks)
+bulk_io_count_read(const RelFileLocator *rlocator, int nblocks)
 {
 	if (nblocks > 1)
 	{
-		bulk_io_count(BULK_IO_READS, 1);
-		bulk_io_count(BULK_IO_READ_BLOCKS, nblocks);
+		bulk_io_count(rlocator, BULK_IO_READS, 1);
+		bulk_io_count(rlocator, BULK_IO_READ_BLOCKS, nblocks);
 	}
 }
 
@@ -215,7 +401,7 @@ bulk_io_copy_storage_direct(SMgrRelation src, SMgrRelation dst,
 			pages[i] = bufs[i]->data;
 		}
 		smgrreadv(src, forknum, blkno, pages, n);
-		bulk_io_count_read(n);
+		bulk_io_count_read(&src->smgr_rlocator.locator, n);
 
 		for (int i = 0; i < n; i++)
 		{
@@ -452,8 +638,9 @@ bulk_io_heap_pre_extend(Relation rel, BufferAccessStrategy strategy,
 
 	UnlockRelationForExtension(rel, ExclusiveLock);
 
-	bulk_io_count(BULK_IO_HEAP_EXTENSIONS, 1);
-	bulk_io_count(BULK_IO_HEAP_EXTENDED_BLOCKS, extended_by + nblocks);
+	bulk_io_count(&rel->rd_locator, BULK_IO_HEAP_EXTENSIONS, 1);
+	bulk_io_count(&rel->rd_locator, BULK_IO_HEAP_EXTENDED_BLOCKS,
+				  extended_by + nblocks);
 
 	range.next = start;
 	range.end = start + Min(nblocks,
@@ -669,8 +856,10 @@ bulk_io_write_runs(SMgrRelation smgr, ForkNumber forknum,
 		*extended_to = (BlockNumber) target;
 		if (window > 0)
 		{
-			bulk_io_count(BULK_IO_INDEX_EXTENSIONS, 1);
-			bulk_io_count(BULK_IO_INDEX_EXTENDED_BLOCKS, nblocks);
+			bulk_io_count(&smgr->smgr_rlocator.locator,
+						  BULK_IO_INDEX_EXTENSIONS, 1);
+			bulk_io_count(&smgr->smgr_rlocator.locator,
+						  BULK_IO_INDEX_EXTENDED_BLOCKS, nblocks);
 		}
 	}
 
@@ -707,5 +896,6 @@ bulk_io_trim(SMgrRelation smgr, ForkNumber forknum, BlockNumber relsize,
 	if (extended_to <= relsize)
 		return;
 	smgrtruncate2(smgr, &forknum, 1, &old_nblocks, &relsize);
-	bulk_io_count(BULK_IO_INDEX_TRIMMED_BLOCKS, extended_to - relsize);
+	bulk_io_count(&smgr->smgr_rlocator.locator, BULK_IO_INDEX_TRIMMED_BLOCKS,
+				  extended_to - relsize);
 }
