@@ -86,27 +86,6 @@ extern bool bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst,
 								 ForkNumber forknum, char relpersistence,
 								 bool use_wal);
 
-/* heap pre-extension */
-extern bool bulk_io_heap_wants_pre_extension(Relation rel);
-extern BlockNumber bulk_io_heap_prepare_extension(Relation rel, Size needed,
-												  BlockNumber *target);
-extern BlockNumber bulk_io_heap_window(Relation rel, bool bulk_load,
-									   BlockNumber seen_size,
-									   BlockNumber first_block,
-									   uint32 extended_by);
-extern void bulk_io_heap_pre_extend(Relation rel,
-									BufferAccessStrategy strategy,
-									BlockNumber nblocks,
-									uint32 extended_by);
-extern void bulk_io_heap_record_free(Relation rel, BlockNumber from,
-									 BlockNumber to);
-extern bool bulk_io_heap_reclaim_window(Relation rel,
-										BufferAccessStrategy strategy);
-extern bool bulk_io_heap_unused_window(Relation rel,
-									   BlockNumber nonempty_pages,
-									   BlockNumber rel_pages,
-									   TransactionId oldest_xmin);
-
 /* pre-extension of index builds */
 extern BlockNumber bulk_io_index_extend_window(void);
 extern void bulk_io_write_runs(SMgrRelation smgr, ForkNumber forknum,
