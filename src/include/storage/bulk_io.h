@@ -54,7 +54,8 @@ typedef enum BulkIoCounter
 /* shared memory and counters */
 extern Size BulkIoShmemSize(void);
 extern void BulkIoShmemInit(void);
-/* The counters of one relation's file, as bulk_io_relation_counters() copies them */
+
+/* The counters of one relation file, as bulk_io_relation_counters() copies */
 typedef struct BulkIoRelCounters
 {
 	RelFileLocator locator;		/* {0, 0, 0}: relations that found no room */
