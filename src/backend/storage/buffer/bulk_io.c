@@ -71,7 +71,9 @@ int			polar_index_create_bulk_extend_size = BULK_IO_DEFAULT_EXTEND_SIZE;
  * sums over the relations stay equal to the sums over the backend types.
  * Entries stay until a reset; their memory is never freed, so a backend may
  * keep a pointer to the entry it counted into last, valid as long as the
- * table's generation, which a reset advances, has not changed.
+ * table's generation, which a reset advances, has not changed.  A count
+ * made while a reset runs may land in an entry the reset just removed and
+ * be lost, which a reset may do to any count.
  */
 #define BULK_IO_MAX_RELATIONS 4096
 
