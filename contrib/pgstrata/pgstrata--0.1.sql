@@ -76,6 +76,46 @@ REVOKE ALL ON pgstrata_bulk_io FROM PUBLIC;
 GRANT SELECT ON pgstrata_bulk_io TO pg_read_all_stats;
 REVOKE ALL ON FUNCTION pgstrata_bulk_io_reset() FROM PUBLIC;
 
+-- The same counters per relation file, in every database, since server
+-- start or the last reset: reltablespace, reldatabase and relfilenode are
+-- the file's (0, 0, 0 for the relations that found the table of counters
+-- full).
+CREATE FUNCTION pgstrata_bulk_io_relations(
+	OUT reltablespace oid,
+	OUT reldatabase oid,
+	OUT relfilenode oid,
+	OUT bulk_reads bigint,
+	OUT bulk_read_blocks bigint,
+	OUT heap_pre_extensions bigint,
+	OUT heap_pre_extended_blocks bigint,
+	OUT index_pre_extensions bigint,
+	OUT index_pre_extended_blocks bigint,
+	OUT index_trimmed_blocks bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'pgstrata_bulk_io_relations'
+LANGUAGE C STRICT PARALLEL SAFE;
+
+-- One row per relation of the current database (and shared catalog) whose
+-- current file has counts.
+CREATE VIEW pgstrata_bulk_io_relations AS
+SELECT c.oid AS relid, n.nspname AS schemaname, c.relname,
+	   r.bulk_reads, r.bulk_read_blocks,
+	   r.heap_pre_extensions, r.heap_pre_extended_blocks,
+	   r.index_pre_extensions, r.index_pre_extended_blocks,
+	   r.index_trimmed_blocks
+FROM pgstrata_bulk_io_relations() r
+	 JOIN pg_class c
+	   ON c.oid = pg_filenode_relation(r.reltablespace, r.relfilenode)
+	 JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE r.relfilenode <> 0
+  AND r.reldatabase IN (0, (SELECT oid FROM pg_database
+							WHERE datname = current_database()));
+
+REVOKE ALL ON FUNCTION pgstrata_bulk_io_relations() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pgstrata_bulk_io_relations() TO pg_read_all_stats;
+REVOKE ALL ON pgstrata_bulk_io_relations FROM PUBLIC;
+GRANT SELECT ON pgstrata_bulk_io_relations TO pg_read_all_stats;
+
 -- How many zstd TOAST values of a table are still in the encoding of earlier
 -- pgstrata builds; anything that rewrites them (VACUUM FULL, CLUSTER, an
 -- UPDATE that changes them) writes the current one.

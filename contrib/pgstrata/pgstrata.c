@@ -7,8 +7,9 @@
  * of a relation, its logical and physical size and where the physical bytes
  * go (images, slack, garbage, dictionaries), from the fork's own segment
  * headers and maps, which the storage manager lends it (pcs_segment_view()).
- * pgstrata_bulk_io() reads the counters of the polar_bulk_* settings that
- * core keeps in shared memory (src/backend/storage/buffer/bulk_io.c).
+ * pgstrata_bulk_io() and pgstrata_bulk_io_relations() read the counters of
+ * the polar_bulk_* settings that core keeps in shared memory, per backend
+ * type and per relation file (src/backend/storage/buffer/bulk_io.c).
  * pgstrata_toast_legacy_values(regclass) counts a table's zstd TOAST values
  * still in the encoding of earlier pgstrata builds.
  * pgstrata_train_dictionary(regclass, bool) trains a compression dictionary
@@ -50,6 +51,7 @@ PG_MODULE_MAGIC;
 PG_FUNCTION_INFO_V1(pgstrata_relation_compression);
 PG_FUNCTION_INFO_V1(pgstrata_bulk_io);
 PG_FUNCTION_INFO_V1(pgstrata_bulk_io_reset);
+PG_FUNCTION_INFO_V1(pgstrata_bulk_io_relations);
 PG_FUNCTION_INFO_V1(pgstrata_toast_legacy_values);
 PG_FUNCTION_INFO_V1(pgstrata_train_dictionary);
 PG_FUNCTION_INFO_V1(pgstrata_estimate_compression);
@@ -224,6 +226,40 @@ pgstrata_bulk_io(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
 							 values, nulls);
 	}
+
+	PG_RETURN_VOID();
+}
+
+/*
+ * Rows of pgstrata_bulk_io_relations(): the bulk I/O counters of each
+ * relation file that has any, in every database; the view of the same name
+ * maps them to the relations of the current database.
+ */
+Datum
+pgstrata_bulk_io_relations(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	BulkIoRelCounters *rels;
+	int			nrels;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	nrels = bulk_io_relation_counters(&rels);
+	for (int i = 0; i < nrels; i++)
+	{
+		Datum		values[3 + BULK_IO_NUM_COUNTERS];
+		bool		nulls[3 + BULK_IO_NUM_COUNTERS] = {0};
+
+		values[0] = ObjectIdGetDatum(rels[i].locator.spcOid);
+		values[1] = ObjectIdGetDatum(rels[i].locator.dbOid);
+		values[2] = ObjectIdGetDatum(rels[i].locator.relNumber);
+		for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
+			values[3 + c] = Int64GetDatum((int64) rels[i].counters[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
+							 values, nulls);
+	}
+	if (rels != NULL)
+		pfree(rels);
 
 	PG_RETURN_VOID();
 }

@@ -19,7 +19,8 @@
 # - a backend that waited on the extension lock behind a pre-extension
 #   takes its page from that window instead of extending again (the
 #   injection point bulk-io-extension-locked holds the first backend with
-#   the lock until the second one queues behind it);
+#   the lock, after the buffer manager's extension, until the second one,
+#   held at bulk-io-extension-prepare until then, queues behind it);
 # - amcheck is clean after each.
 
 use strict;
@@ -239,6 +240,19 @@ amcheck_clean('copy_on', 'after the window was filled and cut');
 make_big('conc');
 $p0 = pages('conc');
 $pre0 = pre_extensions();
+# The second backend stops before it extends (bulk-io-extension-prepare),
+# having found the last page full; the first one extends and stops with
+# the extension lock held (bulk-io-extension-locked); the second one then
+# queues on the lock, and the first one, seeing it, adds the window.
+my $second = $node->background_psql('postgres');
+$second->query_safe(
+	"SELECT injection_points_set_local(); SELECT injection_points_attach('bulk-io-extension-prepare', 'wait')"
+);
+$second->query_until(qr/started/,
+	"\\echo started\n" . insert_sql('conc', 200) . ";\n\\echo second done\n");
+$node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'bulk-io-extension-prepare'")
+  or die 'the second inserter did not stop before extending';
 my $first = $node->background_psql('postgres');
 $first->query_safe(
 	"SELECT injection_points_set_local(); SELECT injection_points_attach('bulk-io-extension-locked', 'wait')"
@@ -248,9 +262,8 @@ $first->query_until(qr/started/,
 $node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'bulk-io-extension-locked'")
   or die 'the first inserter did not stop with the extension lock';
-my $second = $node->background_psql('postgres');
-$second->query_until(qr/started/,
-	"\\echo started\n" . insert_sql('conc', 200) . ";\n\\echo second done\n");
+$node->safe_psql('postgres',
+	"SELECT injection_points_wakeup('bulk-io-extension-prepare')");
 $node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'extend'"
 ) or die 'the second inserter did not queue on the extension lock';

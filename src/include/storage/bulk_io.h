@@ -37,7 +37,7 @@ extern PGDLLIMPORT int polar_bulk_extend_size;
 extern PGDLLIMPORT int polar_min_bulk_extend_table_size;
 extern PGDLLIMPORT int polar_index_create_bulk_extend_size;
 
-/* The counters kept per backend type in shared memory */
+/* The counters kept per backend type and per relation in shared memory */
 typedef enum BulkIoCounter
 {
 	BULK_IO_READS,				/* reads of two or more blocks at once */
@@ -54,8 +54,18 @@ typedef enum BulkIoCounter
 /* shared memory and counters */
 extern Size BulkIoShmemSize(void);
 extern void BulkIoShmemInit(void);
-extern void bulk_io_count(BulkIoCounter counter, uint64 n);
+
+/* The counters of one relation file, as bulk_io_relation_counters() copies */
+typedef struct BulkIoRelCounters
+{
+	RelFileLocator locator;		/* {0, 0, 0}: relations that found no room */
+	uint64		counters[BULK_IO_NUM_COUNTERS];
+} BulkIoRelCounters;
+
+extern void bulk_io_count(const RelFileLocator *rlocator,
+						  BulkIoCounter counter, uint64 n);
 extern uint64 bulk_io_counter_value(int backend_type, BulkIoCounter counter);
+extern int	bulk_io_relation_counters(BulkIoRelCounters **result);
 extern void bulk_io_reset_counters(void);
 
 /* read side */
@@ -72,28 +82,10 @@ extern BlockNumber bulk_io_block_range_next(struct ReadStream *stream,
 											void *callback_private_data,
 											void *per_buffer_data);
 extern int	bulk_io_read_combine_limit(bool bulk_io_path);
-extern void bulk_io_count_read(int nblocks);
+extern void bulk_io_count_read(const RelFileLocator *rlocator, int nblocks);
 extern bool bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst,
 								 ForkNumber forknum, char relpersistence,
 								 bool use_wal);
-
-/* heap pre-extension */
-extern bool bulk_io_heap_wants_pre_extension(Relation rel);
-extern bool bulk_io_heap_lock_for_extension(Relation rel, Size needed,
-											BlockNumber *target);
-extern BlockNumber bulk_io_heap_pre_extend(Relation rel,
-										   BufferAccessStrategy strategy,
-										   bool bulk_load,
-										   BlockNumber next_block,
-										   uint32 extended_by);
-extern void bulk_io_heap_record_free(Relation rel, BlockNumber from,
-									 BlockNumber to);
-extern bool bulk_io_heap_reclaim_window(Relation rel,
-										BufferAccessStrategy strategy);
-extern bool bulk_io_heap_unused_window(Relation rel,
-									   BlockNumber nonempty_pages,
-									   BlockNumber rel_pages,
-									   TransactionId oldest_xmin);
 
 /* pre-extension of index builds */
 extern BlockNumber bulk_io_index_extend_window(void);

@@ -18,27 +18,18 @@
  *   streams in vacuumlazy.c and nbtree.c, with bulk_io_block_range_next
  *   for the latter);
  *
- * - heap pre-extension: a relation of at least
- *   polar_min_bulk_extend_table_size blocks that runs out of free space
- *   grows by polar_bulk_extend_size blocks at once where that pays: for a
- *   bulk load (COPY, CREATE TABLE AS, REFRESH MATERIALIZED VIEW: a
- *   BulkInsertState) and when other backends queue on the relation's
- *   extension lock.  A single session inserting row by row extends as in
- *   stock PostgreSQL.  The part that the buffer manager extends with pinned
- *   buffers is as in stock PostgreSQL; the rest of the window is
- *   zero-extended in the file without buffers and entered into the free
- *   space map.  Zero pages are initialised by the first insert that picks
- *   them (hio.c does that for every new page found through the FSM), so a
- *   crash leaves only zero pages, which VACUUM enters into the FSM again.
- *   VACUUM gives back the trailing pages of a window nobody is filling;
+ * - the settings of heap pre-extension, polar_bulk_extend_size and
+ *   polar_min_bulk_extend_table_size, whose policy is the heap access
+ *   method's (src/backend/access/heap/bulk_io_heap.c);
  *
  * - pre-extension of index builds: a bulk write (bulk_write.c) with a
  *   window keeps the file that many blocks ahead of the highest page
  *   written, writes each contiguous run of pending pages with one
  *   smgrwritev, and cuts the unused tail when the build ends;
  *
- * - counters per backend type in shared memory, read by the pgstrata
- *   extension (pgstrata_bulk_io).
+ * - counters per backend type and per relation file in shared memory,
+ *   read by the pgstrata extension (pgstrata_bulk_io,
+ *   pgstrata_bulk_io_relations).
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -49,20 +40,16 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
-#include "access/transam.h"
 #include "common/relpath.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/bufmgr.h"
 #include "storage/bulk_io.h"
 #include "storage/bulk_write.h"
-#include "storage/freespace.h"
-#include "storage/lmgr.h"
+#include "storage/lwlock.h"
 #include "storage/read_stream.h"
 #include "storage/shmem.h"
-#include "utils/injection_point.h"
-#include "utils/rel.h"
+#include "utils/hsearch.h"
 
 /* The settings, in blocks */
 int			polar_bulk_read_size = BULK_IO_DEFAULT_READ_SIZE;
@@ -70,46 +57,175 @@ int			polar_bulk_extend_size = BULK_IO_DEFAULT_EXTEND_SIZE;
 int			polar_min_bulk_extend_table_size = BULK_IO_DEFAULT_MIN_EXTEND_TABLE_SIZE;
 int			polar_index_create_bulk_extend_size = BULK_IO_DEFAULT_EXTEND_SIZE;
 
-/* The counters, one set per backend type, since server start or reset */
+/*
+ * The counters, one set per backend type and one per relation file, since
+ * server start or reset.
+ *
+ * The relations' counters are in a hash table of fixed size keyed by the
+ * relation's file (RelFileLocator): that is what the buffer manager knows
+ * when it reads, and what the storage copy and index builds write, where no
+ * relation OID is at hand.  pgstat's relation statistics would need new
+ * fields, flush code and SQL functions in core; this is one hash table in
+ * this file.  A relation that finds the table full is counted in the entry
+ * of the "other relations" key (all zeros, no relation has it), so that the
+ * sums over the relations stay equal to the sums over the backend types.
+ * Entries stay until a reset; their memory is never freed, so a backend may
+ * keep a pointer to the entry it counted into last, valid as long as the
+ * table's generation, which a reset advances, has not changed.  A count
+ * made while a reset runs may land in an entry the reset just removed and
+ * be lost, which a reset may do to any count.
+ */
+#define BULK_IO_MAX_RELATIONS 4096
+
+typedef struct BulkIoRelEntry
+{
+	RelFileLocator key;			/* the relation's file: hash key */
+	pg_atomic_uint64 counters[BULK_IO_NUM_COUNTERS];
+} BulkIoRelEntry;
+
 typedef struct BulkIoShared
 {
 	pg_atomic_uint64 counters[BACKEND_NUM_TYPES][BULK_IO_NUM_COUNTERS];
+	int			rel_tranche_id; /* tranche of rel_lock */
+	LWLock		rel_lock;		/* adding and removing relations' entries */
+	pg_atomic_uint32 rel_generation;	/* advanced by each reset */
 } BulkIoShared;
 
 static BulkIoShared *BulkIo = NULL;
+static HTAB *BulkIoRels = NULL;
+
+/* the entry this backend counted into last, and the generation it is of */
+static BulkIoRelEntry *bulk_io_last_entry = NULL;
+static uint32 bulk_io_last_generation = 0;
+static bool bulk_io_tranche_named = false;
+
+/* the key of the entry that counts relations that found the table full */
+static const RelFileLocator bulk_io_other_relations = {0, 0, 0};
 
 /* Shared memory the counters need */
 Size
 BulkIoShmemSize(void)
 {
-	return sizeof(BulkIoShared);
+	return add_size(MAXALIGN(sizeof(BulkIoShared)),
+					hash_estimate_size(BULK_IO_MAX_RELATIONS + 1,
+									   sizeof(BulkIoRelEntry)));
+}
+
+/* Zero the counters of a relation's entry */
+static void
+bulk_io_init_rel_entry(BulkIoRelEntry *entry)
+{
+	for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
+		pg_atomic_init_u64(&entry->counters[c], 0);
+}
+
+/*
+ * Enter the "other relations" entry; the caller holds rel_lock exclusively,
+ * or is the postmaster setting up shared memory
+ */
+static void
+bulk_io_enter_other_relations(void)
+{
+	BulkIoRelEntry *entry;
+	bool		found;
+
+	/* the table has room for it beyond BULK_IO_MAX_RELATIONS */
+	entry = hash_search(BulkIoRels, &bulk_io_other_relations, HASH_ENTER,
+						&found);
+	if (!found)
+		bulk_io_init_rel_entry(entry);
 }
 
 /* Create or attach to the counters in shared memory */
 void
 BulkIoShmemInit(void)
 {
+	HASHCTL		info;
 	bool		found;
 
 	BulkIo = ShmemInitStruct("pgstrata bulk I/O counters",
-							 BulkIoShmemSize(), &found);
+							 sizeof(BulkIoShared), &found);
+	info.keysize = sizeof(RelFileLocator);
+	info.entrysize = sizeof(BulkIoRelEntry);
+	BulkIoRels = ShmemInitHash("pgstrata bulk I/O counters of relations",
+							   BULK_IO_MAX_RELATIONS + 1,
+							   BULK_IO_MAX_RELATIONS + 1, &info,
+							   HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	if (!found)
 	{
 		for (int t = 0; t < BACKEND_NUM_TYPES; t++)
 			for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
 				pg_atomic_init_u64(&BulkIo->counters[t][c], 0);
+		BulkIo->rel_tranche_id = LWLockNewTrancheId();
+		LWLockInitialize(&BulkIo->rel_lock, BulkIo->rel_tranche_id);
+		pg_atomic_init_u32(&BulkIo->rel_generation, 0);
+		bulk_io_enter_other_relations();
 	}
 }
 
-/* Add n to a counter of this backend's type */
+/*
+ * The counters of a relation's file, entered if new.
+ *
+ * The lock is taken only when the entry is not the one this backend counted
+ * into last: a scan counts into the same entry read after read.
+ */
+static BulkIoRelEntry *
+bulk_io_rel_entry(const RelFileLocator *rlocator)
+{
+	uint32		generation = pg_atomic_read_u32(&BulkIo->rel_generation);
+	BulkIoRelEntry *entry;
+
+	if (bulk_io_last_entry != NULL &&
+		bulk_io_last_generation == generation &&
+		RelFileLocatorEquals(bulk_io_last_entry->key, *rlocator))
+		return bulk_io_last_entry;
+
+	/* name the lock's tranche for wait events; this allocates, once */
+	if (!bulk_io_tranche_named)
+	{
+		LWLockRegisterTranche(BulkIo->rel_tranche_id, "BulkIoRelations");
+		bulk_io_tranche_named = true;
+	}
+
+	LWLockAcquire(&BulkIo->rel_lock, LW_SHARED);
+	entry = hash_search(BulkIoRels, rlocator, HASH_FIND, NULL);
+	LWLockRelease(&BulkIo->rel_lock);
+	if (entry == NULL)
+	{
+		bool		found;
+
+		LWLockAcquire(&BulkIo->rel_lock, LW_EXCLUSIVE);
+		entry = hash_search(BulkIoRels, rlocator, HASH_ENTER_NULL, &found);
+		if (entry == NULL)
+			entry = hash_search(BulkIoRels, &bulk_io_other_relations,
+								HASH_FIND, NULL);
+		else if (!found)
+			bulk_io_init_rel_entry(entry);
+		LWLockRelease(&BulkIo->rel_lock);
+	}
+	Assert(entry != NULL);
+
+	bulk_io_last_entry = entry;
+	bulk_io_last_generation = generation;
+	return entry;
+}
+
+/*
+ * Add n to a counter of this backend's type and, with a relation's file
+ * (rlocator, NULL for none), to that relation's
+ */
 void
-bulk_io_count(BulkIoCounter counter, uint64 n)
+bulk_io_count(const RelFileLocator *rlocator, BulkIoCounter counter,
+			  uint64 n)
 {
 	/* a standalone backend before shared memory exists counts nothing */
 	if (BulkIo == NULL || MyBackendType < 0 ||
 		MyBackendType >= BACKEND_NUM_TYPES)
 		return;
 	pg_atomic_fetch_add_u64(&BulkIo->counters[MyBackendType][counter], n);
+	if (rlocator != NULL)
+		pg_atomic_fetch_add_u64(&bulk_io_rel_entry(rlocator)->counters[counter],
+								n);
 }
 
 /* Current value of a counter of one backend type */
@@ -122,15 +238,71 @@ bulk_io_counter_value(int backend_type, BulkIoCounter counter)
 	return pg_atomic_read_u64(&BulkIo->counters[backend_type][counter]);
 }
 
-/* Set every counter of every backend type back to zero */
+/*
+ * A copy of the counters of every relation's file that has any, in
+ * palloc'd memory; returns how many.  The entry of the other relations has
+ * the key {0, 0, 0}.
+ */
+int
+bulk_io_relation_counters(BulkIoRelCounters **result)
+{
+	HASH_SEQ_STATUS status;
+	BulkIoRelEntry *entry;
+	int			n = 0;
+
+	*result = NULL;
+	if (BulkIo == NULL)
+		return 0;
+
+	*result = palloc((BULK_IO_MAX_RELATIONS + 1) * sizeof(BulkIoRelCounters));
+	LWLockAcquire(&BulkIo->rel_lock, LW_SHARED);
+	hash_seq_init(&status, BulkIoRels);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		BulkIoRelCounters *out = &(*result)[n];
+		bool		any = false;
+
+		Assert(n <= BULK_IO_MAX_RELATIONS);
+		out->locator = entry->key;
+		for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
+		{
+			out->counters[c] = pg_atomic_read_u64(&entry->counters[c]);
+			any |= out->counters[c] != 0;
+		}
+		if (any)
+			n++;
+	}
+	LWLockRelease(&BulkIo->rel_lock);
+	return n;
+}
+
+/*
+ * Set every counter back to zero, and forget the relations: their entries
+ * are removed, so that the table makes room for the relations that come
+ */
 void
 bulk_io_reset_counters(void)
 {
+	HASH_SEQ_STATUS status;
+	BulkIoRelEntry *entry;
+
 	if (BulkIo == NULL)
 		return;
 	for (int t = 0; t < BACKEND_NUM_TYPES; t++)
 		for (int c = 0; c < BULK_IO_NUM_COUNTERS; c++)
 			pg_atomic_write_u64(&BulkIo->counters[t][c], 0);
+
+	LWLockAcquire(&BulkIo->rel_lock, LW_EXCLUSIVE);
+	/* backends that kept a pointer to an entry look it up again */
+	pg_atomic_fetch_add_u32(&BulkIo->rel_generation, 1);
+	hash_seq_init(&status, BulkIoRels);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (hash_search(BulkIoRels, &entry->key, HASH_REMOVE, NULL) == NULL)
+			elog(ERROR, "bulk I/O counters of a relation vanished");
+	}
+	bulk_io_enter_other_relations();
+	LWLockRelease(&BulkIo->rel_lock);
 }
 
 /*
@@ -155,14 +327,14 @@ bulk_io_read_combine_limit(bool bulk_io_path)
 	return Min(polar_bulk_read_size, io_combine_limit);
 }
 
-/* Count one read of nblocks blocks issued by the buffer manager */
+/* Count one read of nblocks blocks of a relation's file */
 void
-bulk_io_count_read(int nblocks)
+bulk_io_count_read(const RelFileLocator *rlocator, int nblocks)
 {
 	if (nblocks > 1)
 	{
-		bulk_io_count(BULK_IO_READS, 1);
-		bulk_io_count(BULK_IO_READ_BLOCKS, nblocks);
+		bulk_io_count(rlocator, BULK_IO_READS, 1);
+		bulk_io_count(rlocator, BULK_IO_READ_BLOCKS, nblocks);
 	}
 }
 
@@ -215,7 +387,7 @@ bulk_io_copy_storage_direct(SMgrRelation src, SMgrRelation dst,
 			pages[i] = bufs[i]->data;
 		}
 		smgrreadv(src, forknum, blkno, pages, n);
-		bulk_io_count_read(n);
+		bulk_io_count_read(&src->smgr_rlocator.locator, n);
 
 		for (int i = 0; i < n; i++)
 		{
@@ -306,299 +478,6 @@ bulk_io_copy_storage(SMgrRelation src, SMgrRelation dst, ForkNumber forknum,
 	return true;
 }
 
-/*
- * Whether extending this heap relation should pre-extend it by the window.
- *
- * Only relations in shared buffers (temporary ones are private and small)
- * of at least polar_min_bulk_extend_table_size blocks qualify.
- */
-bool
-bulk_io_heap_wants_pre_extension(Relation rel)
-{
-	if (polar_bulk_extend_size <= 0 || RelationUsesLocalBuffers(rel))
-		return false;
-	return RelationGetNumberOfBlocks(rel) >=
-		(BlockNumber) polar_min_bulk_extend_table_size;
-}
-
-/*
- * Take the extension lock of a heap relation that may pre-extend.
- *
- * RelationGetBufferForTuple() calls this when it found no page with room;
- * the caller then extends with the lock held (RelationAddBlocks), so that
- * the pre-extension follows the pages the buffer manager adds with nobody
- * extending in between.  Returns false, holding no lock, when the relation
- * does not pre-extend, or when we had to wait and the backend we waited for
- * left a page with "needed" bytes free in the FSM: *target is then that
- * page, and the caller tries it instead of extending again.  Without that
- * look, every backend queued behind a pre-extension would extend the
- * relation once more after it, and the ones that saw waiters themselves
- * would each add a window.  That backend recorded its window in the FSM
- * before it released the lock (RelationAddBlocks), so the look finds it.
- */
-bool
-bulk_io_heap_lock_for_extension(Relation rel, Size needed,
-								BlockNumber *target)
-{
-	*target = InvalidBlockNumber;
-	if (!bulk_io_heap_wants_pre_extension(rel))
-		return false;
-
-	if (!ConditionalLockRelationForExtension(rel, ExclusiveLock))
-	{
-		LockRelationForExtension(rel, ExclusiveLock);
-		*target = GetPageWithFreeSpace(rel, needed);
-		if (*target != InvalidBlockNumber)
-		{
-			UnlockRelationForExtension(rel, ExclusiveLock);
-			return false;
-		}
-	}
-
-	/* a test holds the extender here until a second backend queues */
-	INJECTION_POINT("bulk-io-extension-locked");
-	return true;
-}
-
-/*
- * Extend a heap relation to the end of the pre-extension window, if that
- * pays.
- *
- * The caller holds the relation extension lock and has just extended the
- * relation by extended_by blocks with buffers, ending before next_block.
- * Returns the new end of the relation (next_block when it did not
- * pre-extend); the caller enters [next_block, that end) into the FSM
- * before it releases the lock.
- *
- * A window pays for a bulk load (bulk_load: the caller has a
- * BulkInsertState, as COPY has), which fills it soon, and when other
- * backends are queued on the extension lock, which is the contention that
- * PolarDB's setting is for: they take their pages from the window instead
- * of each extending in turn.  A single session inserting row by row into a
- * large table gains little from it on a local file system (one small
- * extension per page filled, uncontended) and would leave up to a window of
- * empty pages at the end of the table for good; it extends as stock
- * PostgreSQL does, by as many pages as upstream chooses.
- *
- * The first part of the rest of the window is added through the buffer
- * manager too, in batches its pin limit allows, and each buffer is released
- * at once: the pages are then valid, clean, all-zero buffers, and the
- * inserters that later take them from the FSM find them there instead of
- * reading zeros back from the file (a COPY into a large table did one read
- * system call per pre-extended page before).  Those buffers come from the
- * caller's strategy ring when it has one (COPY's bulk-write ring), from the
- * whole pool otherwise, so at most 1/PRE_EXTEND_BUFFER_SHARE of shared
- * buffers is used that way: a window must not push a busy pool's useful
- * pages out.  The rest, if any, is zero-extended without buffers
- * (smgrzeroextend uses fallocate where it can, and a compressed fork only
- * raises its logical size).
- */
-#define PRE_EXTEND_BUFFER_SHARE 32
-
-BlockNumber
-bulk_io_heap_pre_extend(Relation rel, BufferAccessStrategy strategy,
-						bool bulk_load, BlockNumber next_block,
-						uint32 extended_by)
-{
-	BlockNumber window = (BlockNumber) polar_bulk_extend_size;
-	BlockNumber nblocks;
-	BlockNumber buffered;
-	BlockNumber done = 0;
-
-	if (extended_by >= window)
-		return next_block;
-	/* the lock's count of requests includes ours */
-	if (!bulk_load && RelationExtensionLockWaiterCount(rel) <= 1)
-		return next_block;
-	nblocks = window - extended_by;
-	if ((uint64) next_block + nblocks > (uint64) MaxBlockNumber)
-		nblocks = MaxBlockNumber - next_block;
-	if (nblocks == 0)
-		return next_block;
-
-	buffered = Min(nblocks, (BlockNumber) (NBuffers / PRE_EXTEND_BUFFER_SHARE));
-	while (done < buffered)
-	{
-		Buffer		buffers[64];
-		uint32		got = 0;
-
-		ExtendBufferedRelBy(BMR_REL(rel), MAIN_FORKNUM, strategy,
-							EB_SKIP_EXTENSION_LOCK,
-							Min(buffered - done, lengthof(buffers)),
-							buffers, &got);
-		for (uint32 i = 0; i < got; i++)
-			ReleaseBuffer(buffers[i]);
-		done += got;
-	}
-
-	if (done < nblocks)
-		smgrzeroextend(RelationGetSmgr(rel), MAIN_FORKNUM, next_block + done,
-					   (int) (nblocks - done), false);
-
-	bulk_io_count(BULK_IO_HEAP_EXTENSIONS, 1);
-	bulk_io_count(BULK_IO_HEAP_EXTENDED_BLOCKS, extended_by + nblocks);
-	return next_block + nblocks;
-}
-
-/*
- * Before a heap relation is extended because its FSM knows no page with room:
- * if the relation ends in never-used pages, enter them into the FSM and
- * return true, so that the caller looks there instead of extending.
- *
- * The FSM is not WAL-logged, so a crash between a pre-extension and the
- * checkpoint that would write its FSM pages leaves the window on disk and
- * unknown to the FSM; without this, the next insert would pre-extend again
- * and the old window would stay empty in the middle of the file until a
- * VACUUM.  Such a window is at the end of the relation, since nothing
- * extends past it without filling it first, except that an insert that
- * finds no FSM entry tries the last page first (RelationGetBufferForTuple),
- * so the last page may be in use above a run of unused ones.  So the run
- * looked for is the never-used pages ending at the last page or the one
- * before it.  In the common case the last two pages hold tuples and only
- * they are read; after a crash, at most one window of pages is read, once.
- * No lock is needed: a page that another backend is about to initialise is
- * merely entered into the FSM once more, which the FSM's users correct as
- * they do any stale entry.
- */
-bool
-bulk_io_heap_reclaim_window(Relation rel, BufferAccessStrategy strategy)
-{
-	BlockNumber nblocks;
-	BlockNumber limit;
-	BlockNumber low = InvalidBlockNumber;
-	BlockNumber high = InvalidBlockNumber;
-
-	if (!bulk_io_heap_wants_pre_extension(rel))
-		return false;
-	nblocks = RelationGetNumberOfBlocks(rel);
-	limit = Min(nblocks, (BlockNumber) polar_bulk_extend_size + 1);
-
-	for (BlockNumber blkno = nblocks; blkno-- > nblocks - limit;)
-	{
-		Buffer		buf;
-		bool		unused;
-
-		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
-								 strategy);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		unused = PageIsNew(BufferGetPage(buf));
-		UnlockReleaseBuffer(buf);
-		if (unused)
-		{
-			if (high == InvalidBlockNumber)
-				high = blkno;
-			low = blkno;
-		}
-		else if (high != InvalidBlockNumber || blkno + 1 < nblocks)
-			break;				/* below the run, or two used pages at the end */
-	}
-	if (high == InvalidBlockNumber)
-		return false;
-
-	Assert(low <= high && high >= nblocks - 2);
-	bulk_io_heap_record_free(rel, low, high + 1);
-	return true;
-}
-
-/* Enter the zero pages [from, to) of a heap relation into its FSM */
-void
-bulk_io_heap_record_free(Relation rel, BlockNumber from, BlockNumber to)
-{
-	Size		freespace = BLCKSZ - SizeOfPageHeaderData;
-
-	/*
-	 * The window exists on disk, the FSM does not know it yet: a crash here
-	 * orphans it, which bulk_io_heap_reclaim_window() must undo.
-	 */
-	INJECTION_POINT("bulk-io-window-before-fsm");
-
-	for (BlockNumber blkno = from; blkno < to; blkno++)
-		RecordPageWithFreeSpace(rel, blkno, freespace);
-
-	/* make the space visible to searches from the top of the map */
-	FreeSpaceMapVacuumRange(rel, from, to);
-}
-
-/*
- * Whether VACUUM should give back the empty pages at the end of a heap
- * relation because they are a pre-extension window nobody is filling.
- *
- * VACUUM truncates an empty tail only when it is at least 1/16 of the table
- * or 1,000 pages (should_attempt_truncation), since truncation takes an
- * AccessExclusiveLock, which a standby replays.  A window of 4 MB on a
- * table above 64 MB is neither, so without this it would stay for good, and
- * every VACUUM would read its pages again (zero pages are never marked
- * all-visible).  This says yes when:
- *
- * - the relation ends in a never-used page (PageIsNew): the tail is what an
- *   extension added, not pages emptied by DELETE, which stock rules
- *   govern;
- * - the last page with tuples holds no row inserted by a transaction that
- *   is still running or ended after VACUUM's cutoff (oldest_xmin): nobody
- *   is filling the window right now.  A window under a steady stream of
- *   inserts stays, and is not cut and added again at every VACUUM, and
- *   VACUUM does not wait 5 s for a lock that a running COPY holds.  (The
- *   page's all-visible bit would say the same, but VACUUM cannot set it
- *   right after an asynchronously committed load.)
- *
- * lazy_truncate_heap() then takes the AccessExclusiveLock only if nobody
- * holds a lock on the relation, gives up as soon as someone queues for
- * one, and counts again under the lock the pages that are still empty, so
- * a writer that took a page of the window meanwhile keeps it.  With
- * polar_bulk_extend_size = 0 VACUUM truncates as stock PostgreSQL does.
- */
-bool
-bulk_io_heap_unused_window(Relation rel, BlockNumber nonempty_pages,
-						   BlockNumber rel_pages, TransactionId oldest_xmin)
-{
-	Buffer		buf;
-	bool		never_used;
-	bool		quiet = true;
-
-	if (polar_bulk_extend_size <= 0 || RelationUsesLocalBuffers(rel) ||
-		rel_pages < (BlockNumber) polar_min_bulk_extend_table_size ||
-		nonempty_pages >= rel_pages)
-		return false;
-
-	buf = ReadBufferExtended(rel, MAIN_FORKNUM, rel_pages - 1, RBM_NORMAL,
-							 NULL);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	never_used = PageIsNew(BufferGetPage(buf));
-	UnlockReleaseBuffer(buf);
-	if (!never_used)
-		return false;
-
-	if (nonempty_pages > 0)
-	{
-		Page		page;
-		OffsetNumber maxoff;
-
-		buf = ReadBufferExtended(rel, MAIN_FORKNUM, nonempty_pages - 1,
-								 RBM_NORMAL, NULL);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		maxoff = PageIsNew(page) ? InvalidOffsetNumber :
-			PageGetMaxOffsetNumber(page);
-		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-		{
-			ItemId		itemid = PageGetItemId(page, off);
-			HeapTupleHeader tuple;
-
-			if (!ItemIdIsNormal(itemid))
-				continue;
-			tuple = (HeapTupleHeader) PageGetItem(page, itemid);
-			if (!TransactionIdPrecedes(HeapTupleHeaderGetXmin(tuple),
-									   oldest_xmin))
-			{
-				quiet = false;
-				break;
-			}
-		}
-		UnlockReleaseBuffer(buf);
-	}
-	return quiet;
-}
-
 /* The pre-extension window of an index build, in blocks (0: none) */
 BlockNumber
 bulk_io_index_extend_window(void)
@@ -640,8 +519,10 @@ bulk_io_write_runs(SMgrRelation smgr, ForkNumber forknum,
 		*extended_to = (BlockNumber) target;
 		if (window > 0)
 		{
-			bulk_io_count(BULK_IO_INDEX_EXTENSIONS, 1);
-			bulk_io_count(BULK_IO_INDEX_EXTENDED_BLOCKS, nblocks);
+			bulk_io_count(&smgr->smgr_rlocator.locator,
+						  BULK_IO_INDEX_EXTENSIONS, 1);
+			bulk_io_count(&smgr->smgr_rlocator.locator,
+						  BULK_IO_INDEX_EXTENDED_BLOCKS, nblocks);
 		}
 	}
 
@@ -678,5 +559,6 @@ bulk_io_trim(SMgrRelation smgr, ForkNumber forknum, BlockNumber relsize,
 	if (extended_to <= relsize)
 		return;
 	smgrtruncate2(smgr, &forknum, 1, &old_nblocks, &relsize);
-	bulk_io_count(BULK_IO_INDEX_TRIMMED_BLOCKS, extended_to - relsize);
+	bulk_io_count(&smgr->smgr_rlocator.locator, BULK_IO_INDEX_TRIMMED_BLOCKS,
+				  extended_to - relsize);
 }
