@@ -4,7 +4,8 @@
  *	  The per-page compression ideal of relation files: every 8 kB page of
  *	  the files named on the command line compressed on its own with zstd at
  *	  the given level, as compressed tablespaces do, and the sum of the
- *	  compressed sizes, without and with 512-byte allocation units.
+ *	  compressed sizes, without and with the allocation units of format 3
+ *	  (128 bytes; a page that does not save 512 bytes is stored raw).
  *
  *	  page_ideal LEVEL FILE...
  *
@@ -26,7 +27,8 @@
 #include <zstd.h>
 
 #define PAGE 8192
-#define UNIT 512
+#define UNIT 128
+#define MIN_SAVING 512
 
 int
 main(int argc, char **argv)
@@ -70,7 +72,7 @@ main(int argc, char **argv)
 			if (ZSTD_isError(n) || n >= PAGE)
 				n = PAGE;
 			u = ((long long) n + UNIT - 1) / UNIT * UNIT;
-			if (u >= PAGE)
+			if (n > PAGE - MIN_SAVING || u >= PAGE)
 				u = PAGE;
 			pages++;
 			ideal += n;

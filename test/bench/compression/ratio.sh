@@ -13,7 +13,7 @@
 # the data of the last round is measured).  Then, per relation: the plain
 # size, the compressed size (pg_relation_size after CHECKPOINT), and the
 # ideal: the sum of the plain relation's pages compressed one by one with
-# zstd level 1 (page_ideal.c), also rounded to 512-byte units.  Then the
+# zstd level 1 (page_ideal.c), also in 128-byte units, as stored.  Then the
 # same pages through the storage manager's codec (page_codec.c), with the
 # shuffle, for what it gains and costs.
 #
@@ -131,10 +131,11 @@ EOF
 	echo "## Size per relation"
 	echo
 	echo "plain and compressed: pg_relation_size after CHECKPOINT. ideal: the plain"
-	echo "relation's pages compressed one by one with zstd level 1, summed; 512 B: the"
-	echo "same rounded up to 512-byte units, as stored. Ratios are plain / size."
+	echo "relation's pages compressed one by one with zstd level 1, summed; 128 B: the"
+	echo "same rounded up to 128-byte units (raw unless a page saves 512 bytes), as"
+	echo "stored. Ratios are plain / size."
 	echo
-	echo "| relation | plain | compressed | ratio | ideal ratio | 512 B ratio | compressed / 512 B |"
+	echo "| relation | plain | compressed | ratio | ideal ratio | 128 B ratio | compressed / 128 B |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"
 	while IFS='|' read -r rel path plain; do
 		comp=$(size_in compressed "$rel")
@@ -150,14 +151,15 @@ EOF
 	echo "The plain relation's pages through zstd level 1 as they are, and through"
 	echo "the storage manager's codec (page_codec.c: pcs_compress_page(), which"
 	echo "shuffles pages with a standard layout first, or splits index pages with"
-	echo "posting lists, and pcs_decode_image()); ratios in 512-byte units, CPU"
+	echo "posting lists, and pcs_decode_image()); ratios in 128-byte units, CPU"
 	echo "microseconds per page on this machine."
 	echo
 	echo "| relation | pages | ratio as is | shuffled or split | compress us as is | shuffled or split | decode us as is | shuffled or split |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 	while IFS='|' read -r rel path plain; do
 		files=$(ls "$WORK/data/$path" "$WORK/data/$path".[0-9]* 2>/dev/null || true)
-		read -r pages r0 r1 c0 c1 d0 d1 < <("$WORK/page_codec" 1 $files)
+		# (the dictionary and whole-file columns are corpus.sh's)
+		read -r pages r0 r1 c0 c1 d0 d1 _ < <("$WORK/page_codec" 1 $files)
 		echo "| $rel | $pages | $r0 | $r1 | $c0 | $c1 | $d0 | $d1 |"
 	done < <(psql -d plain -F'|' -c "$relations")
 	for db in plain compressed; do
