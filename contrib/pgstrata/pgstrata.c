@@ -84,7 +84,7 @@ typedef struct PgstrataForkStats
 	uint64		slack_bytes;	/* allocated to images beyond their size */
 	uint64		garbage_bytes;	/* allocated, referenced by no block */
 	uint64		physical_bytes; /* allocated by the file system */
-}			PgstrataForkStats;
+} PgstrataForkStats;
 
 /*
  * Add up the headers and maps of a fork's segments: false if the fork does
@@ -92,7 +92,7 @@ typedef struct PgstrataForkStats
  */
 static bool
 pgstrata_fork_stats(SMgrRelation reln, ForkNumber forknum,
-					PgstrataForkStats * stats)
+					PgstrataForkStats *stats)
 {
 	PcsSegmentView v;
 
@@ -104,7 +104,7 @@ pgstrata_fork_stats(SMgrRelation reln, ForkNumber forknum,
 
 		for (BlockNumber b = 0; b < v.nblocks; b++)
 		{
-			const		PcsMapEntry *entry = &v.map[b];
+			const PcsMapEntry *entry = &v.map[b];
 
 			if (pcs_entry_is_empty(entry))
 			{
@@ -126,7 +126,7 @@ pgstrata_fork_stats(SMgrRelation reln, ForkNumber forknum,
 		for (int n = 1; (v.header->flags & PCS_HEADER_DICTIONARIES) != 0 &&
 			 n <= PCS_MAX_DICTIONARIES; n++)
 		{
-			const		PcsDictRecord *record = &v.header->dictionaries.records[n - 1];
+			const PcsDictRecord *record = &v.header->dictionaries.records[n - 1];
 
 			if (pcs_dict_record_check(v.header, segno, n, record,
 									  v.shift) != PCS_SOUND)
@@ -365,7 +365,7 @@ pgstrata_sample_pages(Relation rel, BlockNumber first, BlockNumber count,
  */
 static int64
 pgstrata_stored_bytes(PcsAlgorithm algorithm, int level, const char *pages,
-					  int npages, const PcsDict * dict)
+					  int npages, const PcsDict *dict)
 {
 	PGAlignedBlock image;
 	PcsCodecState codec = {0};

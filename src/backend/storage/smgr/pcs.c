@@ -81,7 +81,7 @@ typedef struct PcsSegment
 	char	   *sample;			/* PCS_AUTO_TRAIN_PAGES pages, or NULL */
 	/* chunks of the map known to have storage (pcs_map_chunk_ready) */
 	uint64		map_ready[(PCS_MAP_CHUNKS + 63) / 64];
-}			PcsSegment;
+} PcsSegment;
 
 /* Values of SMgrRelationData.pcs_format[] */
 #define PCS_FORMAT_UNKNOWN		0
@@ -123,7 +123,7 @@ typedef struct PcsReadItem
 	int			len;			/* its stored length */
 	int			index;			/* its place in the caller's buffers[] */
 	PcsMapEntry entry;
-}			PcsReadItem;
+} PcsReadItem;
 
 static char *pcs_staging = NULL;
 
@@ -135,9 +135,9 @@ static dlist_head pcs_mapped = DLIST_STATIC_INIT(pcs_mapped);
 static int	pcs_num_mapped = 0;
 
 static int	pcs_fork_format(SMgrRelation reln, ForkNumber forknum);
-static PcsSegment * pcs_getseg(SMgrRelation reln, ForkNumber forknum,
-							   BlockNumber segno, bool create);
-static BlockNumber pcs_seg_nblocks(PcsSegment * seg);
+static PcsSegment *pcs_getseg(SMgrRelation reln, ForkNumber forknum,
+							  BlockNumber segno, bool create);
+static BlockNumber pcs_seg_nblocks(PcsSegment *seg);
 
 /* Is this fork compressed? md forks answer after one cached lookup. */
 static inline bool
@@ -169,7 +169,7 @@ pcs_segpath(SMgrRelation reln, ForkNumber forknum, BlockNumber segno)
 /* The key under which the free units of a segment are kept */
 static void
 pcs_free_key(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
-			 PcsFreeKey * key)
+			 PcsFreeKey *key)
 {
 	memset(key, 0, sizeof(PcsFreeKey));
 	key->rlocator = reln->smgr_rlocator.locator;
@@ -290,7 +290,7 @@ pcs_sync_tag(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
  * units freed before it began reusable (pcs_sync_begin())
  */
 static void
-pcs_sync_now(SMgrRelation reln, ForkNumber forknum, PcsSegment * seg,
+pcs_sync_now(SMgrRelation reln, ForkNumber forknum, PcsSegment *seg,
 			 uint32 wait_event)
 {
 	FileTag		tag;
@@ -313,7 +313,7 @@ pcs_sync_now(SMgrRelation reln, ForkNumber forknum, PcsSegment * seg,
  */
 static void
 pcs_register_dirty(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
-				   PcsSegment * seg)
+				   PcsSegment *seg)
 {
 	FileTag		tag;
 
@@ -399,7 +399,7 @@ pcs_segment_is_unfinished(File vfd, BlockNumber segno, off_t size)
  * file.
  */
 static void
-pcs_map_segment(PcsSegment * seg)
+pcs_map_segment(PcsSegment *seg)
 {
 	void	   *mapping;
 	PcsProblem	problem;
@@ -450,7 +450,7 @@ pcs_map_segment(PcsSegment * seg)
 
 /* Undo the mapping of a segment; the file stays open */
 static void
-pcs_unmap_segment(PcsSegment * seg)
+pcs_unmap_segment(PcsSegment *seg)
 {
 	Assert(seg->header != NULL && pcs_num_mapped > 0);
 	dlist_delete(&seg->lru);
@@ -486,7 +486,7 @@ pcs_limit_mappings(void)
 /* Remember segment seg as number segno of a fork of reln */
 static void
 pcs_remember_segment(SMgrRelation reln, ForkNumber forknum,
-					 BlockNumber segno, PcsSegment * seg)
+					 BlockNumber segno, PcsSegment *seg)
 {
 	Assert(PcsCxt != NULL);
 	if (segno >= (BlockNumber) reln->pcs_num_segs[forknum])
@@ -655,7 +655,7 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 
 /* The size of a segment's file, or an error */
 static off_t
-pcs_file_end(PcsSegment * seg)
+pcs_file_end(PcsSegment *seg)
 {
 	off_t		size = FileSize(seg->vfd);
 
@@ -706,7 +706,7 @@ pcs_fallocate(int fd, off_t offset, off_t len)
  * Returns 0 or an error number.
  */
 static int
-pcs_grow_by_writing(PcsSegment * seg, int fd, off_t end)
+pcs_grow_by_writing(PcsSegment *seg, int fd, off_t end)
 {
 	off_t		size;
 	int			ret = 0;
@@ -726,7 +726,7 @@ pcs_grow_by_writing(PcsSegment * seg, int fd, off_t end)
 
 /* Raise the ERROR of a segment that could not be given storage */
 static void
-pcs_storage_failed(PcsSegment * seg, int error)
+pcs_storage_failed(PcsSegment *seg, int error)
 {
 	errno = error;
 	ereport(ERROR,
@@ -748,7 +748,7 @@ pcs_storage_failed(PcsSegment * seg, int error)
  * changes nothing that exists.
  */
 static void
-pcs_ensure_capacity(SMgrRelation reln, PcsSegment * seg, uint32 limit)
+pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
 {
 	off_t		size;
 	uint32		have;
@@ -807,7 +807,7 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment * seg, uint32 limit)
  * not safe, and a full file system remains fatal to such a store.
  */
 static void
-pcs_map_chunk_ready(PcsSegment * seg, BlockNumber segblock)
+pcs_map_chunk_ready(PcsSegment *seg, BlockNumber segblock)
 {
 	int			chunk = (int) (((off_t) segblock * PCS_ENTRY_SIZE) / PCS_MAP_CHUNK);
 	uint64		bit = UINT64CONST(1) << (chunk % 64);
@@ -841,7 +841,7 @@ pcs_map_chunk_ready(PcsSegment * seg, BlockNumber segblock)
  * when read again, since its units are then unknown.
  */
 static uint32
-pcs_map_high_water(PcsSegment * seg, PcsUnitRun * *used, int *nused,
+pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 				   bool *all_sound)
 {
 	int			fd = FileGetRawDesc(seg->vfd);
@@ -944,8 +944,8 @@ pcs_map_high_water(PcsSegment * seg, PcsUnitRun * *used, int *nused,
 static int
 pcs_unit_run_cmp(const void *a, const void *b)
 {
-	const		PcsUnitRun *ra = (const PcsUnitRun *) a;
-	const		PcsUnitRun *rb = (const PcsUnitRun *) b;
+	const PcsUnitRun *ra = (const PcsUnitRun *) a;
+	const PcsUnitRun *rb = (const PcsUnitRun *) b;
 
 	return pg_cmp_u32(ra->first, rb->first);
 }
@@ -956,8 +956,8 @@ pcs_unit_run_cmp(const void *a, const void *b)
  * units: the map is damaged, and nothing can be called free).
  */
 static bool
-pcs_find_free_runs(PcsUnitRun * used, int nused, uint32 limit,
-				   PcsUnitRun * *out, int *nout)
+pcs_find_free_runs(PcsUnitRun *used, int nused, uint32 limit,
+				   PcsUnitRun **out, int *nout)
 {
 	uint32		next = 0;
 
@@ -994,7 +994,7 @@ pcs_find_free_runs(PcsUnitRun * used, int nused, uint32 limit,
  * generation; its free units are then garbage until a rewrite.
  */
 static void
-pcs_publish_free_runs(SMgrRelation reln, PcsSegment * seg, PcsUnitRun * used,
+pcs_publish_free_runs(SMgrRelation reln, PcsSegment *seg, PcsUnitRun *used,
 					  int nused, bool all_sound, uint32 start)
 {
 	PcsUnitRun *runs = NULL;
@@ -1040,7 +1040,7 @@ pcs_publish_free_runs(SMgrRelation reln, PcsSegment * seg, PcsUnitRun * used,
  * checks it (here and in pcs_unit_limit()).
  */
 static uint32
-pcs_allocate(SMgrRelation reln, PcsSegment * seg, int units)
+pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 {
 	uint32		gen = pcs_current_generation();
 	pg_atomic_uint64 *word = pcs_header_alloc(seg->header);
@@ -1112,7 +1112,7 @@ pcs_allocate(SMgrRelation reln, PcsSegment * seg, int units)
  * this process judge sound entries by an old, smaller file.
  */
 static inline uint32
-pcs_unit_limit(PcsSegment * seg)
+pcs_unit_limit(PcsSegment *seg)
 {
 	uint64		word = pg_atomic_read_u64(pcs_header_alloc(seg->header));
 	uint32		next;
@@ -1139,7 +1139,7 @@ pcs_unit_limit(PcsSegment * seg)
  * truncation that a crash interrupted is repeated by redo.
  */
 static BlockNumber
-pcs_nblocks_from_map(PcsSegment * seg)
+pcs_nblocks_from_map(PcsSegment *seg)
 {
 	uint32		limit = pcs_unit_limit(seg);
 
@@ -1159,7 +1159,7 @@ pcs_nblocks_from_map(PcsSegment * seg)
  * the relation's AccessExclusiveLock, so no extension runs meanwhile
  */
 static void
-pcs_seg_store_nblocks(PcsSegment * seg, BlockNumber n)
+pcs_seg_store_nblocks(PcsSegment *seg, BlockNumber n)
 {
 	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
 		pg_atomic_write_u64(pcs_header_nblocks(seg->header, copy),
@@ -1172,7 +1172,7 @@ pcs_seg_store_nblocks(PcsSegment * seg, BlockNumber n)
  * that a concurrent raise of the count is never undone.
  */
 static void
-pcs_seg_repair_nblocks(PcsSegment * seg, BlockNumber n)
+pcs_seg_repair_nblocks(PcsSegment *seg, BlockNumber n)
 {
 	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
 	{
@@ -1199,7 +1199,7 @@ pcs_seg_repair_nblocks(PcsSegment * seg, BlockNumber n)
  * WARNING; that never makes a block that holds data disappear.
  */
 static BlockNumber
-pcs_seg_nblocks(PcsSegment * seg)
+pcs_seg_nblocks(PcsSegment *seg)
 {
 	BlockNumber n = 0;
 	int			sound;
@@ -1229,7 +1229,7 @@ pcs_seg_nblocks(PcsSegment * seg)
  * stays in both.
  */
 static void
-pcs_seg_raise_nblocks(PcsSegment * seg, BlockNumber n)
+pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
 {
 	Assert(n <= RELSEG_SIZE);
 
@@ -1265,7 +1265,7 @@ pcs_seg_raise_nblocks(PcsSegment * seg, BlockNumber n)
  * disk space.
  */
 static void
-pcs_seg_clear(PcsSegment * seg, BlockNumber from, BlockNumber to)
+pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
 {
 	Assert(from <= to && to <= RELSEG_SIZE);
 	for (BlockNumber b = from; b < to; b++)
@@ -1289,7 +1289,7 @@ pcs_seg_clear(PcsSegment * seg, BlockNumber from, BlockNumber to)
  */
 static void
 pcs_seg_truncate_entries(SMgrRelation reln, ForkNumber forknum,
-						 PcsSegment * seg, BlockNumber from, BlockNumber to)
+						 PcsSegment *seg, BlockNumber from, BlockNumber to)
 {
 	PcsFreeKey	key;
 	uint32		limit;
@@ -1399,7 +1399,7 @@ pcs_fill_segments_before(SMgrRelation reln, ForkNumber forknum,
  * what is wrong with it.
  */
 static PcsProblem
-pcs_seg_dictionary(PcsSegment * seg, int number, const PcsDict * *dict)
+pcs_seg_dictionary(PcsSegment *seg, int number, const PcsDict **dict)
 {
 	PcsDictRecord record;
 	PcsProblem	problem = PCS_SOUND;
@@ -1462,7 +1462,7 @@ pcs_seg_dictionary(PcsSegment * seg, int number, const PcsDict * *dict)
  * checked again when loaded.  The answer is kept until the word changes.
  */
 static int
-pcs_seg_current_number(PcsSegment * seg)
+pcs_seg_current_number(PcsSegment *seg)
 {
 	uint64		word = pg_atomic_read_u64(&seg->header->dictionaries.current);
 	int			limit = PCS_MAX_DICTIONARIES;
@@ -1504,9 +1504,9 @@ pcs_seg_current_number(PcsSegment * seg)
  * it when they are read.
  */
 static const PcsDict *
-pcs_seg_current_dictionary(PcsSegment * seg, int *number)
+pcs_seg_current_dictionary(PcsSegment *seg, int *number)
 {
-	const		PcsDict *dict;
+	const PcsDict *dict;
 	int			n;
 
 	if ((seg->header->flags & PCS_HEADER_DICTIONARIES) == 0)
@@ -1529,8 +1529,8 @@ pcs_seg_current_dictionary(PcsSegment * seg, int *number)
  * gain on them, measured with the segment's own codec and level.
  */
 static int64
-pcs_stored_size(PcsSegment * seg, const char *pages, int npages,
-				const PcsDict * dict)
+pcs_stored_size(PcsSegment *seg, const char *pages, int npages,
+				const PcsDict *dict)
 {
 	PGAlignedBlock image;
 	PcsCodecState codec = {0};
@@ -1563,7 +1563,7 @@ pcs_stored_size(PcsSegment * seg, const char *pages, int npages,
 int
 pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
 					   BlockNumber segno, const char *bytes, int len,
-					   const char *pages, int npages, PcsDictGain * gain)
+					   const char *pages, int npages, PcsDictGain *gain)
 {
 	PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
 	PcsDictSector *sector;
@@ -1694,7 +1694,7 @@ pcs_invalid_page(char *buffer)
 
 /* Stop collecting pages of a segment for a dictionary, for good */
 static void
-pcs_seg_stop_sampling(PcsSegment * seg)
+pcs_seg_stop_sampling(PcsSegment *seg)
 {
 	seg->sampling_over = true;
 	if (seg->sample != NULL)
@@ -1717,7 +1717,7 @@ pcs_seg_stop_sampling(PcsSegment * seg)
  * meanwhile (8 MB) are given back as soon as it is done.
  */
 static void
-pcs_seg_sample(SMgrRelation reln, ForkNumber forknum, PcsSegment * seg,
+pcs_seg_sample(SMgrRelation reln, ForkNumber forknum, PcsSegment *seg,
 			   BlockNumber segblock, const char *page)
 {
 	char	   *dict;
@@ -1766,11 +1766,11 @@ pcs_seg_sample(SMgrRelation reln, ForkNumber forknum, PcsSegment * seg,
  * or what is wrong.  An empty entry reads as a zero page.
  */
 static PcsProblem
-pcs_read_image(PcsSegment * seg, const PcsMapEntry * entry, BlockNumber segblock,
+pcs_read_image(PcsSegment *seg, const PcsMapEntry *entry, BlockNumber segblock,
 			   char *image, char *buffer)
 {
 	PcsProblem	problem;
-	const		PcsDict *dict = NULL;
+	const PcsDict *dict = NULL;
 	int			nread;
 
 	problem = pcs_entry_check(entry, segblock, pcs_unit_limit(seg), seg->shift);
@@ -1929,7 +1929,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	BlockNumber nblocks;
 	bool		old_sound;
 	bool		relocated = false;
-	const		PcsDict *dict;
+	const PcsDict *dict;
 	int			dict_number = 0;
 
 	if (extend)
@@ -2071,7 +2071,7 @@ pcs_fork_is_compressed(SMgrRelation reln, ForkNumber forknum)
  */
 bool
 pcs_segment_view(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
-				 PcsSegmentView * view)
+				 PcsSegmentView *view)
 {
 	PcsSegment *seg;
 	struct stat st;
@@ -2388,7 +2388,7 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 			char	   *page = buffers[item->index];
 
 			int			number = pcs_entry_dictionary(item->entry.flags);
-			const		PcsDict *dict = NULL;
+			const PcsDict *dict = NULL;
 
 			if (item->start + item->len - items[first].start > nread ||
 				pcs_data_crc(image, item->len) != item->entry.data_crc)

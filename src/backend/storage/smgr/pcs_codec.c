@@ -79,7 +79,7 @@ struct PcsDict
  */
 static int
 pcs_compress_bytes(PcsAlgorithm algorithm, int level, const char *src,
-				   char *dest, int capacity, const PcsDict * dict)
+				   char *dest, int capacity, const PcsDict *dict)
 {
 	int			len = -1;
 
@@ -158,7 +158,7 @@ pcs_compress_bytes(PcsAlgorithm algorithm, int level, const char *src,
 int
 pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
 				  char *dest, int capacity, uint8 *image_flags,
-				  PcsCodecState * state, const PcsDict * dict, int dict_number)
+				  PcsCodecState *state, const PcsDict *dict, int dict_number)
 {
 	PGAlignedBlock transformed;
 	PGAlignedBlock other;
@@ -238,7 +238,7 @@ pcs_compress_page(PcsAlgorithm algorithm, int level, const char *page,
  */
 static PcsProblem
 pcs_decompress_with(PcsAlgorithm algorithm, const char *src, int srclen,
-					char *page, const PcsDict * dict)
+					char *page, const PcsDict *dict)
 {
 	switch (algorithm)
 	{
@@ -312,7 +312,7 @@ pcs_decompress_page(PcsAlgorithm algorithm, const char *src, int srclen,
  */
 PcsProblem
 pcs_decode_image(PcsAlgorithm algorithm, uint8 flags, const char *image,
-				 int len, char *page, const PcsDict * dict)
+				 int len, char *page, const PcsDict *dict)
 {
 	PGAlignedBlock shuffled;
 	PcsProblem	problem;
@@ -377,7 +377,7 @@ pcs_dict_prepare(PcsAlgorithm algorithm, int level, const char *bytes,
 
 /* Give back what pcs_dict_prepare() took */
 void
-pcs_dict_free(PcsDict * dict)
+pcs_dict_free(PcsDict *dict)
 {
 	if (dict == NULL)
 		return;
