@@ -359,32 +359,6 @@ pgstrata_sample_pages(Relation rel, BlockNumber first, BlockNumber count,
 }
 
 /*
- * Bytes that pages (npages of them, one after the other) take stored by the
- * codec of compressed tablespaces with algorithm, level and dict (or NULL),
- * in the units of the current format, raw where they do not save enough
- */
-static int64
-pgstrata_stored_bytes(PcsAlgorithm algorithm, int level, const char *pages,
-					  int npages, const PcsDict *dict)
-{
-	PGAlignedBlock image;
-	PcsCodecState codec = {0};
-	int64		total = 0;
-
-	for (int i = 0; i < npages; i++)
-	{
-		uint8		flags;
-		int			len;
-
-		len = pcs_compress_page(algorithm, level, pages + (size_t) i * BLCKSZ,
-								image.data, BLCKSZ, &flags, &codec, dict, 1);
-		total += (int64) pcs_units_for(len < 0 ? BLCKSZ : len,
-									   PCS_UNIT_SHIFT) << PCS_UNIT_SHIFT;
-	}
-	return total;
-}
-
-/*
  * Dirty every page of blocks [first, end) of a relation's main fork, so that
  * they are written again, with the segment's new dictionary.  Each page is
  * WAL-logged as a full-page image: the compressed storage may rewrite an
@@ -621,7 +595,7 @@ pgstrata_estimate_compression(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 	}
 
-	stored = pgstrata_stored_bytes(algorithm, level, pages, sampled, NULL);
+	stored = pcs_stored_bytes(algorithm, level, PCS_UNIT_SHIFT, pages, sampled, NULL);
 	values[2] = Float8GetDatum((double) sampled * BLCKSZ / stored);
 	values[3] = values[2];
 
@@ -651,14 +625,14 @@ pgstrata_estimate_compression(PG_FUNCTION_ARGS)
 
 			if (prepared != NULL)
 			{
-				int64		without = pgstrata_stored_bytes(algorithm, level,
-															judge,
-															sampled - half,
-															NULL);
-				int64		with = pgstrata_stored_bytes(algorithm, level,
-														 judge,
-														 sampled - half,
-														 prepared);
+				int64		without = pcs_stored_bytes(algorithm, level, PCS_UNIT_SHIFT,
+													   judge,
+													   sampled - half,
+													   NULL);
+				int64		with = pcs_stored_bytes(algorithm, level, PCS_UNIT_SHIFT,
+													judge,
+													sampled - half,
+													prepared);
 				double		per_page = (double) with / (sampled - half);
 				double		segments = (nblocks + RELSEG_SIZE - 1) / RELSEG_SIZE;
 				BlockNumber seg_pages = Min(nblocks, RELSEG_SIZE);

@@ -376,6 +376,19 @@ test_alloc_word(void)
 		  "every change of one byte of the allocation word is caught");
 }
 
+/* Recompute an entry's CRC after its fields were changed by hand */
+static void
+reseal_entry(PcsMapEntry *e, BlockNumber segblock)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, e, offsetof(PcsMapEntry, entry_crc));
+	COMP_CRC32C(crc, &segblock, sizeof(segblock));
+	FIN_CRC32C(crc);
+	e->entry_crc = crc;
+}
+
 /* Map entries: round trip, and every kind of damage is caught */
 static void
 test_entry(void)
@@ -416,16 +429,7 @@ test_entry(void)
 
 	/* a dictionary number, which no build writes yet, with a matching CRC */
 	e.flags |= 0x10;
-	{
-		pg_crc32c	crc;
-		BlockNumber segblock = 3;
-
-		INIT_CRC32C(crc);
-		COMP_CRC32C(crc, &e, offsetof(PcsMapEntry, entry_crc));
-		COMP_CRC32C(crc, &segblock, sizeof(segblock));
-		FIN_CRC32C(crc);
-		e.entry_crc = crc;
-	}
+	reseal_entry(&e, 3);
 	check(pcs_entry_check(&e, 3, 8, PCS_UNIT_SHIFT) == PCS_SOUND &&
 		  pcs_entry_dictionary(e.flags) == 1,
 		  "an entry of a compressed image may name a dictionary");
@@ -433,32 +437,14 @@ test_entry(void)
 	/* a raw entry naming a dictionary, with a matching CRC */
 	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1, PCS_UNIT_SHIFT);
 	e.flags |= 0x20;
-	{
-		pg_crc32c	crc;
-		BlockNumber segblock = 3;
-
-		INIT_CRC32C(crc);
-		COMP_CRC32C(crc, &e, offsetof(PcsMapEntry, entry_crc));
-		COMP_CRC32C(crc, &segblock, sizeof(segblock));
-		FIN_CRC32C(crc);
-		e.entry_crc = crc;
-	}
+	reseal_entry(&e, 3);
 	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS, PCS_UNIT_SHIFT) == PCS_ENTRY_BAD_FLAGS,
 		  "a raw entry naming a dictionary is refused");
 
 	/* a raw entry marked as shuffled, with an entry CRC that matches */
 	pcs_entry_set(&e, 3, 0, BLCKSZ, PCS_RAW_UNITS, PCS_ENTRY_RAW, 1, PCS_UNIT_SHIFT);
 	e.flags |= PCS_ENTRY_SHUFFLED;
-	{
-		pg_crc32c	crc;
-		BlockNumber segblock = 3;
-
-		INIT_CRC32C(crc);
-		COMP_CRC32C(crc, &e, offsetof(PcsMapEntry, entry_crc));
-		COMP_CRC32C(crc, &segblock, sizeof(segblock));
-		FIN_CRC32C(crc);
-		e.entry_crc = crc;
-	}
+	reseal_entry(&e, 3);
 	check(pcs_entry_check(&e, 3, PCS_RAW_UNITS, PCS_UNIT_SHIFT) == PCS_ENTRY_RAW_SHUFFLED,
 		  "a raw entry marked as shuffled is refused");
 }
@@ -971,18 +957,6 @@ test_shuffle(void)
 		  "random pages under random layouts all unshuffle to themselves");
 }
 
-/* Recompute an entry's CRC after its fields were changed by hand */
-static void
-reseal_entry(PcsMapEntry *e, BlockNumber segblock)
-{
-	pg_crc32c	crc;
-
-	INIT_CRC32C(crc);
-	COMP_CRC32C(crc, e, offsetof(PcsMapEntry, entry_crc));
-	COMP_CRC32C(crc, &segblock, sizeof(segblock));
-	FIN_CRC32C(crc);
-	e->entry_crc = crc;
-}
 
 /* Put a heap TID (block, offset) at p */
 static void

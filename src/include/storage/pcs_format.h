@@ -546,6 +546,9 @@ extern void pcs_dict_free(PcsDict *dict);
 extern int	pcs_dict_train(const char *pages, int npages, char *dict,
 						   int capacity);
 extern int	pcs_dict_capacity(int npages);
+extern int64 pcs_stored_bytes(PcsAlgorithm algorithm, int level, int shift,
+							  const char *pages, int npages,
+							  const PcsDict *dict);
 extern uint32 pcs_data_crc(const char *data, int len);
 
 #endif							/* PCS_FORMAT_H */

@@ -1524,33 +1524,6 @@ pcs_seg_current_dictionary(PcsSegment *seg, int *number)
 }
 
 /*
- * Bytes that the npages pages (BLCKSZ each) take stored in a segment, in
- * whole units, compressed with dict or without: what the dictionary would
- * gain on them, measured with the segment's own codec and level.
- */
-static int64
-pcs_stored_size(PcsSegment *seg, const char *pages, int npages,
-				const PcsDict *dict)
-{
-	PGAlignedBlock image;
-	PcsCodecState codec = {0};
-	int64		total = 0;
-
-	for (int i = 0; i < npages; i++)
-	{
-		uint8		flags;
-		int			len;
-
-		len = pcs_compress_page(seg->header->algorithm, seg->header->level,
-								pages + (size_t) i * BLCKSZ, image.data,
-								BLCKSZ, &flags, &codec, dict, 1);
-		total += (int64) pcs_units_for(len < 0 ? BLCKSZ : len,
-									   seg->shift) << seg->shift;
-	}
-	return total;
-}
-
-/*
  * Install bytes (len of them, a dictionary that pcs_dict_train() made from
  * the npages pages sampled) as the next dictionary of segment segno of a
  * compressed fork, for its new images.  Returns its number, or 0 if the
@@ -1599,8 +1572,12 @@ pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
 					 errmsg("out of memory"),
 					 errdetail("A compression dictionary of %d bytes could not be prepared.",
 							   len)));
-		gain->without = pcs_stored_size(seg, pages, npages, NULL);
-		gain->with = pcs_stored_size(seg, pages, npages, trial);
+		gain->without = pcs_stored_bytes(seg->header->algorithm,
+										 seg->header->level, seg->shift,
+										 pages, npages, NULL);
+		gain->with = pcs_stored_bytes(seg->header->algorithm,
+									  seg->header->level, seg->shift,
+									  pages, npages, trial);
 		pcs_dict_free(trial);
 		if ((double) (gain->without - gain->with) / npages *
 			pcs_seg_nblocks(seg) <= 2.0 * len)

@@ -389,6 +389,32 @@ pcs_dict_free(PcsDict *dict)
 }
 
 /*
+ * Bytes that npages pages (BLCKSZ each, one after the other) take stored
+ * by this codec with algorithm, level and dict (or NULL), in units of
+ * 1 << shift bytes, raw where they do not save PCS_MIN_SAVING: what a
+ * dictionary gains, or what a relation would compress to
+ */
+int64
+pcs_stored_bytes(PcsAlgorithm algorithm, int level, int shift,
+				 const char *pages, int npages, const PcsDict *dict)
+{
+	PGAlignedBlock image;
+	PcsCodecState codec = {0};
+	int64		total = 0;
+
+	for (int i = 0; i < npages; i++)
+	{
+		uint8		flags;
+		int			len;
+
+		len = pcs_compress_page(algorithm, level, pages + (size_t) i * BLCKSZ,
+								image.data, BLCKSZ, &flags, &codec, dict, 1);
+		total += (int64) pcs_units_for(len < 0 ? BLCKSZ : len, shift) << shift;
+	}
+	return total;
+}
+
+/*
  * The size of a dictionary trained on npages pages: a 64th of the sample
  * (zstd's trainer wants about a hundred times its size in samples), within
  * PCS_MIN_TRAINED_SIZE and the format's largest
