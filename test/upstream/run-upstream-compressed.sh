@@ -63,7 +63,7 @@ PCS_FORCE_INITDB=${PCS_FORCE_INITDB:-0}
 JOBS=${JOBS:-2}
 . "$TOP/test/lib.sh"
 OBJ=$PG_OBJ
-LOGDIR=$TOP/build/upstream-compressed$FLAVOUR_SUFFIX
+LOGDIR=$BUILD_ROOT/upstream-compressed$FLAVOUR_SUFFIX
 
 rm -rf "$LOGDIR"
 mkdir -p "$LOGDIR"
@@ -111,7 +111,7 @@ overlay()
 			out=$(basename "$d" .diff)
 			t=$(echo "$out" | sed 's/_[0-9]$//')
 			case $sub in
-				contrib/*) n=$(ls "$TOP"/build/postgresql/contrib/*/expected/"$t".out | wc -l) ;;
+				contrib/*) n=$(ls "$BUILD_ROOT"/postgresql/contrib/*/expected/"$t".out | wc -l) ;;
 				*) n=1 ;;
 			esac
 			if [ "$n" -ne 1 ]; then
@@ -119,9 +119,9 @@ overlay()
 				return 2
 			fi
 			if [ ! -s "$d" ]; then
-				cp "$TOP/build/postgresql/$sub/expected/$t.out" "$dir/expected/$out.out"
+				cp "$BUILD_ROOT/postgresql/$sub/expected/$t.out" "$dir/expected/$out.out"
 			elif ! patch -s -o "$dir/expected/$out.out" \
-				"$TOP/build/postgresql/$sub/expected/$t.out" <"$d"; then
+				"$BUILD_ROOT/postgresql/$sub/expected/$t.out" <"$d"; then
 				echo "error: $d does not apply to upstream's $sub/expected/$t.out" >&2
 				return 2
 			fi
@@ -144,7 +144,7 @@ skipped_scripts=0
 prove_tests()
 {
 	local f out=()
-	for f in "$TOP/build/postgresql/$1"/t/*.pl; do
+	for f in "$BUILD_ROOT/postgresql/$1"/t/*.pl; do
 		f=t/$(basename "$f")
 		printf '%s\n%s\n' "$skips" "$nowcc" | grep -qxF "$1 $f" || out+=("$f")
 	done
