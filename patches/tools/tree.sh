@@ -240,7 +240,7 @@ cmd_move()
 	[ "$v" != "$PG_VERSION" ] || die "the series is already on $v"
 	[ -n "$sha" ] || sha=$(served_sha256 "$v")
 	[ -n "$sha" ] ||
-		die "patches/UPSTREAM lists no SHA-256 for $v: give it (from the release's .sha256 file or Debian's .dsc) as tree.sh move $v SHA256"
+		die "$PATCH_DIR_REL/UPSTREAM lists no SHA-256 for $v: give it (from the release's .sha256 file or Debian's .dsc) as tree.sh move $v SHA256"
 
 	# The tree as the current inputs make it: the starting point.
 	(cmd_update)
@@ -272,7 +272,7 @@ cmd_move()
 	inputs_digest >"$STATE_DIGEST"
 	if ! tree_git -c user.name="$GIT_COMMITTER_NAME" -c user.email="$GIT_COMMITTER_EMAIL" \
 		rebase -q --committer-date-is-author-date --onto upstream "$old_upstream" >&2; then
-		note "a patch conflicts with $v; patches/UPSTREAM already names $v"
+		note "a patch conflicts with $v; $PATCH_DIR_REL/UPSTREAM already names $v"
 		die "resolve the conflict in $TREE (git status), 'git rebase --continue' there, then 'make refresh'"
 	fi
 	cmd_refresh
