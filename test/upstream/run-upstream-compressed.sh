@@ -92,6 +92,14 @@ recovery_conf=$LOGDIR/temp-recovery.conf
 cp "$conf" "$recovery_conf"
 echo "wal_consistency_checking = all" >>"$recovery_conf"
 
+# The accepted differences of the release under test: compressed/diffs
+# against 17's expected files, compressed/diffs-18 against 18's (ported
+# from 17's; compressed-differences.md gives the reasons, the same on both).
+case "${PGSTRATA_PG:-17}" in
+	17) DIFFS=$HERE/diffs ;;
+	*) DIFFS=$HERE/diffs-$PGSTRATA_PG ;;
+esac
+
 # overlay NAME SUITE_DIR...: apply the accepted diffs of those suite
 # directories to copies of upstream's expected files, into one --expecteddir
 # (build/upstream-compressed/expected/NAME), and print its path.  A test name
@@ -102,7 +110,7 @@ overlay()
 	shift
 	mkdir -p "$dir/expected"
 	for sub in "$@"; do
-		for d in "$HERE/diffs/$sub"/*.diff; do
+		for d in "$DIFFS/$sub"/*.diff; do
 			[ -e "$d" ] || continue
 			# <test>.diff gives expected/<test>.out, <test>_<N>.diff the
 			# alternative expected/<test>_<N>.out, both from upstream's
@@ -131,7 +139,7 @@ overlay()
 }
 regress_expected=$(overlay regress src/test/regress) || exit 2
 cp "$HERE/regress/expected/pcs_forced_check.out" "$regress_expected/expected/"
-contrib_expected=$(overlay contrib $(cd "$HERE/diffs" && ls -d contrib/*)) || exit 2
+contrib_expected=$(overlay contrib $(cd "$DIFFS" && ls -d contrib/*)) || exit 2
 chmod -R a+rX "$LOGDIR/expected"
 
 # TAP scripts run differently: "DIRECTORY SCRIPT CLASS REASON" lines
