@@ -116,6 +116,21 @@ GRANT EXECUTE ON FUNCTION pgstrata_bulk_io_relations() TO pg_read_all_stats;
 REVOKE ALL ON pgstrata_bulk_io_relations FROM PUBLIC;
 GRANT SELECT ON pgstrata_bulk_io_relations TO pg_read_all_stats;
 
+-- The runs of free units that compressed segments keep for reuse, in one
+-- pool for the whole server: its size, the runs kept now, and the runs
+-- forgotten since the server started because it was full (their units stay
+-- allocated until the relation is rewritten or the server restarts).
+CREATE FUNCTION pgstrata_free_units(
+	OUT pool_runs integer,
+	OUT kept_runs integer,
+	OUT forgotten_runs bigint)
+RETURNS record
+AS 'MODULE_PATHNAME', 'pgstrata_free_units'
+LANGUAGE C STRICT PARALLEL SAFE;
+
+REVOKE ALL ON FUNCTION pgstrata_free_units() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION pgstrata_free_units() TO pg_read_all_stats;
+
 -- How many zstd TOAST values of a table are still in the encoding of earlier
 -- pgstrata builds; anything that rewrites them (VACUUM FULL, CLUSTER, an
 -- UPDATE that changes them) writes the current one.

@@ -26,6 +26,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -41,6 +42,7 @@
 #include "storage/bulk_io.h"
 #include "storage/pcs.h"
 #include "storage/pcs_format.h"
+#include "storage/pcs_freespace.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
@@ -52,6 +54,7 @@ PG_FUNCTION_INFO_V1(pgstrata_relation_compression);
 PG_FUNCTION_INFO_V1(pgstrata_bulk_io);
 PG_FUNCTION_INFO_V1(pgstrata_bulk_io_reset);
 PG_FUNCTION_INFO_V1(pgstrata_bulk_io_relations);
+PG_FUNCTION_INFO_V1(pgstrata_free_units);
 PG_FUNCTION_INFO_V1(pgstrata_toast_legacy_values);
 PG_FUNCTION_INFO_V1(pgstrata_train_dictionary);
 PG_FUNCTION_INFO_V1(pgstrata_estimate_compression);
@@ -270,6 +273,29 @@ pgstrata_bulk_io_reset(PG_FUNCTION_ARGS)
 {
 	bulk_io_reset_counters();
 	PG_RETURN_VOID();
+}
+
+/*
+ * The pool of free runs that compressed segments share (pcs_freespace.c):
+ * its size, the runs kept now, the runs forgotten because it was full
+ */
+Datum
+pgstrata_free_units(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	int32		runs;
+	int32		kept;
+	uint64		forgotten;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	pcs_free_usage(&runs, &kept, &forgotten);
+	values[0] = Int32GetDatum(runs);
+	values[1] = Int32GetDatum(kept);
+	values[2] = Int64GetDatum((int64) forgotten);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 /*

@@ -173,8 +173,13 @@ SELECT * FROM pgstrata_bulk_io();
 SELECT pgstrata_bulk_io_reset();
 SELECT pgstrata_toast_legacy_values('zt');
 SELECT pgstrata_toast_legacy_values('zt_plain');
+SELECT * FROM pgstrata_free_units();
 RESET ROLE;
 SET ROLE regress_pgstrata_stats;
+-- the pool has at least 32,768 runs, and this suite fills none of it
+SELECT pool_runs >= 32768 AS pool, kept_runs BETWEEN 0 AND pool_runs AS kept,
+	   forgotten_runs = 0 AS none_forgotten
+FROM pgstrata_free_units();
 SELECT count(*) > 0 AS sees_forks FROM pgstrata_relation_compression('ct');
 SELECT count(*) > 0 AS sees_view FROM pgstrata_compression
 WHERE relation = 'ct'::regclass;

@@ -44,38 +44,77 @@
 
 #include "miscadmin.h"
 #include "port/atomics.h"
+#include "port/pg_bitutils.h"
+#include "storage/bufmgr.h"
 #include "storage/lwlock.h"
 #include "storage/pcs_format.h"
 #include "storage/pcs_freespace.h"
 #include "storage/shmem.h"
+#include "storage/spin.h"
 #include "utils/hsearch.h"
 
-/* Segments whose free units are kept at once, and runs kept per segment */
+/*
+ * Segments whose free units are kept at once, and the runs kept for all of
+ * them together: a pool, so that a segment under an update-heavy load can
+ * keep as many runs as its pages leave (pages that grow leave one each
+ * time they move), while the others keep few.  The pool has two runs per
+ * shared buffer, and at least PCS_FREE_MIN_RUNS.
+ */
 #define PCS_FREE_SEGMENTS	2048
-#define PCS_FREE_RUNS		64
+#define PCS_FREE_MIN_RUNS	32768
 #define PCS_FREE_PARTITIONS	16
+
+/*
+ * A segment's runs are kept in lists by size: list n holds the runs of n
+ * units, the last one (PCS_MAX_UNITS, the most units a block is given) those
+ * of PCS_MAX_UNITS or more, so a write finds the smallest run that holds its
+ * image by looking at the head of a list or two.
+ */
+#define PCS_FREE_LISTS		(PCS_MAX_UNITS + 1)
+
+/*
+ * A segment's runs are sorted, merged and sorted into their lists again
+ * (pcs_free_tidy()) after each fsync of the segment, and after as many runs
+ * were added as it holds (at least this many).
+ */
+#define PCS_FREE_TIDY_MIN	64
 
 /* The page size in which holes are punched, and the file system allocates */
 #define PCS_PUNCH_PAGE		4096
 
-/* A run of free units of one segment */
+/* The end of a list of runs */
+#define PCS_NO_RUN			(-1)
+
+/* A run of free units of one segment, in the pool */
 typedef struct PcsFreeRun
 {
 	uint32		first;			/* first unit */
 	uint32		count;			/* units */
 	uint64		clock;			/* the free clock when freed; 0: reusable */
+	int32		next;			/* the next run of its list, or of the pool's
+								 * unused runs */
 	bool		punched;		/* its whole pages were given back */
 } PcsFreeRun;
 
-/* The free runs of one segment, in the shared hash table */
+/*
+ * The free runs of one segment, in the shared hash table.  In each list the
+ * runs that may be handed out come first (pcs_free_push()); only the
+ * completion of an fsync makes a waiting run reusable, and it tidies the
+ * lists, so a list whose first run must wait has no reusable run.
+ */
 typedef struct PcsFreeEntry
 {
 	PcsFreeKey	key;			/* hash key: must be first */
 	int			shift;			/* log2 of the segment's unit size */
-	int			nruns;
+	int			nruns;			/* runs in its lists */
+	int			added;			/* runs added since the lists were tidied */
 	uint64		synced;			/* the clock when its last fsync began */
-	PcsFreeRun	runs[PCS_FREE_RUNS];
+	uint64		nonempty[2];	/* bit n: list n has runs */
+	int32		head[PCS_FREE_LISTS];
+	int32		tail[PCS_FREE_LISTS];
 } PcsFreeEntry;
+
+StaticAssertDecl(PCS_FREE_LISTS <= 128, "a segment's lists must fit nonempty");
 
 /* The shared state besides the hash table */
 typedef struct PcsFreeShared
@@ -85,6 +124,12 @@ typedef struct PcsFreeShared
 	uint32		life;			/* lives of shared memory so far */
 	int			tranche_id;
 	LWLockPadded locks[PCS_FREE_PARTITIONS];
+	slock_t		pool_lock;		/* protects the three fields below */
+	int32		unused;			/* the pool's first unused run */
+	int32		nunused;		/* runs unused */
+	uint64		forgotten;		/* runs forgotten because the pool was full */
+	int32		nslots;			/* runs in the pool */
+	PcsFreeRun	pool[FLEXIBLE_ARRAY_MEMBER];
 } PcsFreeShared;
 
 static PcsFreeShared *PcsFree = NULL;
@@ -92,11 +137,22 @@ static uint32 pcs_lives = 0;	/* in the postmaster: shared memory's lives */
 static HTAB *PcsFreeTable = NULL;
 static bool pcs_free_tranche_named = false;
 
+/* Runs in the pool, for this many shared buffers */
+static int32
+pcs_free_pool_runs(void)
+{
+	return Max(PCS_FREE_MIN_RUNS, Min(NBuffers, PG_INT32_MAX / 4) * 2);
+}
+
 /* Size of the shared state */
 Size
 pcs_free_shmem_size(void)
 {
-	return add_size(MAXALIGN(sizeof(PcsFreeShared)),
+	Size		size;
+
+	size = add_size(offsetof(PcsFreeShared, pool),
+					mul_size(pcs_free_pool_runs(), sizeof(PcsFreeRun)));
+	return add_size(MAXALIGN(size),
 					hash_estimate_size(PCS_FREE_SEGMENTS, sizeof(PcsFreeEntry)));
 }
 
@@ -106,8 +162,11 @@ pcs_free_shmem_init(void)
 {
 	HASHCTL		info;
 	bool		found;
+	int32		nslots = pcs_free_pool_runs();
 
-	PcsFree = ShmemInitStruct("pgstrata free units", sizeof(PcsFreeShared),
+	PcsFree = ShmemInitStruct("pgstrata free units",
+							  add_size(offsetof(PcsFreeShared, pool),
+									   mul_size(nslots, sizeof(PcsFreeRun))),
 							  &found);
 	if (!found)
 	{
@@ -118,6 +177,13 @@ pcs_free_shmem_init(void)
 		PcsFree->tranche_id = LWLockNewTrancheId();
 		for (int i = 0; i < PCS_FREE_PARTITIONS; i++)
 			LWLockInitialize(&PcsFree->locks[i].lock, PcsFree->tranche_id);
+		SpinLockInit(&PcsFree->pool_lock);
+		PcsFree->nslots = nslots;
+		for (int32 i = 0; i < nslots; i++)
+			PcsFree->pool[i].next = i + 1 < nslots ? i + 1 : PCS_NO_RUN;
+		PcsFree->unused = 0;
+		PcsFree->nunused = nslots;
+		PcsFree->forgotten = 0;
 	}
 
 	info.keysize = sizeof(PcsFreeKey);
@@ -155,6 +221,21 @@ pcs_free_attach(void)
 	}
 }
 
+/*
+ * How the pool is used, for the statistics: runs in it, runs kept now, and
+ * runs forgotten so far because it was full
+ */
+void
+pcs_free_usage(int32 *runs, int32 *kept, uint64 *forgotten)
+{
+	Assert(PcsFree != NULL);
+	SpinLockAcquire(&PcsFree->pool_lock);
+	*runs = PcsFree->nslots;
+	*kept = PcsFree->nslots - PcsFree->nunused;
+	*forgotten = PcsFree->forgotten;
+	SpinLockRelease(&PcsFree->pool_lock);
+}
+
 /* The lock of the partition that holds a key of this hash code */
 static LWLock *
 pcs_free_lock(uint32 hashcode)
@@ -162,22 +243,43 @@ pcs_free_lock(uint32 hashcode)
 	return &PcsFree->locks[hashcode % PCS_FREE_PARTITIONS].lock;
 }
 
-/* Forget run i of an entry */
-static void
-pcs_free_drop_run(PcsFreeEntry *entry, int i)
+/* A run of the pool that no segment keeps, or PCS_NO_RUN if it is full */
+static int32
+pcs_free_take_slot(void)
 {
-	Assert(i >= 0 && i < entry->nruns);
-	entry->runs[i] = entry->runs[--entry->nruns];
+	int32		slot;
+
+	SpinLockAcquire(&PcsFree->pool_lock);
+	slot = PcsFree->unused;
+	if (slot != PCS_NO_RUN)
+	{
+		PcsFree->unused = PcsFree->pool[slot].next;
+		PcsFree->nunused--;
+	}
+	SpinLockRelease(&PcsFree->pool_lock);
+	return slot;
 }
 
-/* Remove an entry that holds no run any more; its partition lock is held */
+/* Give a run back to the pool's unused ones; forgotten: its units are lost */
 static void
-pcs_free_drop_entry(PcsFreeEntry *entry, uint32 hashcode)
+pcs_free_put_slot(int32 slot, bool forgotten)
 {
-	Assert(entry->nruns == 0);
-	(void) hash_search_with_hash_value(PcsFreeTable, &entry->key, hashcode,
-									   HASH_REMOVE, NULL);
-	pg_atomic_fetch_sub_u32(&PcsFree->entries, 1);
+	Assert(slot >= 0 && slot < PcsFree->nslots);
+	SpinLockAcquire(&PcsFree->pool_lock);
+	PcsFree->pool[slot].next = PcsFree->unused;
+	PcsFree->unused = slot;
+	PcsFree->nunused++;
+	if (forgotten)
+		PcsFree->forgotten++;
+	SpinLockRelease(&PcsFree->pool_lock);
+}
+
+/* The list of a run of count units */
+static inline int
+pcs_free_list_of(uint32 count)
+{
+	Assert(count > 0);
+	return (int) Min(count, PCS_MAX_UNITS);
 }
 
 /* May run r of an entry be handed out now? */
@@ -187,44 +289,135 @@ pcs_free_run_ready(const PcsFreeEntry *entry, const PcsFreeRun *r)
 	return r->clock == 0 || r->clock <= entry->synced;
 }
 
+/* Make an entry's lists empty */
+static void
+pcs_free_clear_lists(PcsFreeEntry *entry)
+{
+	for (int n = 0; n < PCS_FREE_LISTS; n++)
+		entry->head[n] = entry->tail[n] = PCS_NO_RUN;
+	entry->nonempty[0] = entry->nonempty[1] = 0;
+	entry->nruns = 0;
+}
+
 /*
- * Merge the runs of an entry that touch each other and may be handed out
- * alike: two ready runs, or two that wait for the same fsync.  A ready run
- * is never merged with one that waits, which would make it wait too: units
- * are freed in the order they were handed out, so the units a truncation
- * frees usually follow those the truncation before freed, and each cycle of
- * a queue table would keep the space of the one before from being reused.
+ * Put run slot into its list of an entry: first if it may be handed out,
+ * last if it must wait, so that the runs that may be handed out come first.
  */
 static void
-pcs_free_coalesce(PcsFreeEntry *entry)
+pcs_free_push(PcsFreeEntry *entry, int32 slot)
 {
-	bool		merged;
+	PcsFreeRun *r = &PcsFree->pool[slot];
+	int			n = pcs_free_list_of(r->count);
 
-	do
+	if (entry->head[n] == PCS_NO_RUN)
 	{
-		merged = false;
-		for (int i = 0; i < entry->nruns && !merged; i++)
-		{
-			for (int j = 0; j < entry->nruns; j++)
-			{
-				PcsFreeRun *a = &entry->runs[i];
-				PcsFreeRun *b = &entry->runs[j];
+		r->next = PCS_NO_RUN;
+		entry->head[n] = entry->tail[n] = slot;
+		entry->nonempty[n / 64] |= UINT64CONST(1) << (n % 64);
+	}
+	else if (pcs_free_run_ready(entry, r))
+	{
+		r->next = entry->head[n];
+		entry->head[n] = slot;
+	}
+	else
+	{
+		r->next = PCS_NO_RUN;
+		PcsFree->pool[entry->tail[n]].next = slot;
+		entry->tail[n] = slot;
+	}
+	entry->nruns++;
+}
 
-				if (a->first + a->count != b->first)
-					continue;
-				if (!(pcs_free_run_ready(entry, a) && pcs_free_run_ready(entry, b)) &&
-					a->clock != b->clock)
-					continue;
-				a->count += b->count;
-				a->clock = Max(a->clock, b->clock);
-				/* the page where they meet may still hold space */
-				a->punched = false;
-				pcs_free_drop_run(entry, j);
-				merged = true;
-				break;
-			}
-		}
-	} while (merged);
+/* Take the first run out of list n of an entry, which has one */
+static int32
+pcs_free_pop(PcsFreeEntry *entry, int n)
+{
+	int32		slot = entry->head[n];
+
+	Assert(slot != PCS_NO_RUN && entry->nruns > 0);
+	entry->head[n] = PcsFree->pool[slot].next;
+	if (entry->head[n] == PCS_NO_RUN)
+	{
+		entry->tail[n] = PCS_NO_RUN;
+		entry->nonempty[n / 64] &= ~(UINT64CONST(1) << (n % 64));
+	}
+	entry->nruns--;
+	return slot;
+}
+
+/* The first non-empty list of an entry from list n on, or -1 */
+static int
+pcs_free_next_list(const PcsFreeEntry *entry, int n)
+{
+	for (; n < PCS_FREE_LISTS; n++)
+	{
+		uint64		bits = entry->nonempty[n / 64] >> (n % 64);
+
+		if (bits != 0)
+			return n + pg_rightmost_one_pos64(bits);
+		/* nothing more in this word: go to the next one */
+		n = (n / 64) * 64 + 63;
+	}
+	return -1;
+}
+
+/* Take every run out of an entry's lists, as one chain (unsorted) */
+static int32
+pcs_free_chain(PcsFreeEntry *entry)
+{
+	int32		chain = PCS_NO_RUN;
+
+	for (int n = pcs_free_next_list(entry, 1); n >= 0;
+		 n = pcs_free_next_list(entry, n + 1))
+	{
+		PcsFree->pool[entry->tail[n]].next = chain;
+		chain = entry->head[n];
+	}
+	pcs_free_clear_lists(entry);
+	return chain;
+}
+
+/* Sort a chain of runs by first unit (a merge sort, which needs no memory) */
+static int32
+pcs_free_sort(int32 chain)
+{
+	int32		a = PCS_NO_RUN,
+				b = PCS_NO_RUN,
+				merged = PCS_NO_RUN,
+			   *link = &merged;
+
+	if (chain == PCS_NO_RUN || PcsFree->pool[chain].next == PCS_NO_RUN)
+		return chain;
+
+	/* deal the runs into two chains, then sort each */
+	while (chain != PCS_NO_RUN)
+	{
+		int32		next = PcsFree->pool[chain].next;
+
+		PcsFree->pool[chain].next = a;
+		a = chain;
+		chain = next;
+		if (chain == PCS_NO_RUN)
+			break;
+		next = PcsFree->pool[chain].next;
+		PcsFree->pool[chain].next = b;
+		b = chain;
+		chain = next;
+	}
+	a = pcs_free_sort(a);
+	b = pcs_free_sort(b);
+
+	while (a != PCS_NO_RUN && b != PCS_NO_RUN)
+	{
+		int32	   *from = PcsFree->pool[a].first <= PcsFree->pool[b].first ? &a : &b;
+
+		*link = *from;
+		link = &PcsFree->pool[*from].next;
+		*from = PcsFree->pool[*from].next;
+	}
+	*link = a != PCS_NO_RUN ? a : b;
+	return merged;
 }
 
 /*
@@ -262,61 +455,128 @@ pcs_free_punch_run(PcsFreeEntry *entry, PcsFreeRun *r, File file)
 	r->punched = true;
 }
 
-/* Give back the whole pages of every run of an entry that may be reused */
+/*
+ * Sort the runs of an entry by address, merge those that touch and may be
+ * handed out alike, give back the whole pages of those that may be reused
+ * (file is the segment's, or -1), and sort them into their lists again.
+ *
+ * Runs are merged only when both may be handed out, or both wait for the
+ * same fsync.  A reusable run merged with one that waits would wait too:
+ * units are freed in the order they were handed out, so the units a
+ * truncation frees usually follow those the truncation before freed, and
+ * each cycle of a queue table would keep the space of the one before from
+ * being reused.
+ *
+ * Two runs that overlap would be handed out twice; that is a bug, and the
+ * second is dropped (its units become garbage).  Runs nothing but this
+ * function merges, so it is also where that is checked.
+ */
 static void
-pcs_free_punch(PcsFreeEntry *entry, File file)
+pcs_free_tidy(PcsFreeEntry *entry, File file)
 {
-	for (int i = 0; i < entry->nruns; i++)
-		pcs_free_punch_run(entry, &entry->runs[i], file);
+	int32		run = pcs_free_sort(pcs_free_chain(entry));
+
+	while (run != PCS_NO_RUN)
+	{
+		PcsFreeRun *r = &PcsFree->pool[run];
+		int32		next = r->next;
+
+		while (next != PCS_NO_RUN)
+		{
+			PcsFreeRun *s = &PcsFree->pool[next];
+			int32		after = s->next;
+
+			if ((uint64) r->first + r->count > s->first)
+			{
+				Assert(false);
+				elog(WARNING, "units %u to %u of a compressed segment were freed twice",
+					 s->first, s->first + s->count - 1);
+			}
+			else if (r->first + r->count == s->first &&
+					 ((pcs_free_run_ready(entry, r) && pcs_free_run_ready(entry, s)) ||
+					  r->clock == s->clock))
+			{
+				r->count += s->count;
+				r->clock = Max(r->clock, s->clock);
+				/* the page where they meet may still hold space */
+				r->punched = false;
+			}
+			else
+				break;
+			pcs_free_put_slot(next, false);
+			next = after;
+		}
+		pcs_free_punch_run(entry, r, file);
+		pcs_free_push(entry, run);
+		run = next;
+	}
+	entry->added = 0;
 }
 
 /*
- * Add a run of free units to an entry, merged with the runs it touches
- * that may be handed out alike (pcs_free_coalesce()).  A run that overlaps
- * one already kept would be handed out twice; that is a bug, and the new
- * run is dropped (its units become garbage).  When the entry is full, the
- * smallest run goes (garbage too, but its pages are given back first if it
- * is reusable; file is the segment's, or -1).
+ * Add a run of free units to an entry (punched: its whole pages were given
+ * back already).  When the pool is full, the entry's
+ * smallest run gives its place if it is smaller than the new one (its pages
+ * given back first if it is reusable; file is the segment's, or -1), and
+ * otherwise the new run is forgotten: forgotten units are garbage, which
+ * costs space but never data.
  */
 static void
 pcs_free_add_run(PcsFreeEntry *entry, uint32 first, uint32 count,
-				 uint64 clock, File file)
+				 uint64 clock, bool punched, File file)
 {
-	PcsFreeRun	run = {first, count, clock, false};
+	int32		slot;
+	PcsFreeRun *r;
 
 	Assert(count > 0 && (uint64) first + count <= PG_UINT32_MAX);
-	for (int i = 0; i < entry->nruns; i++)
-	{
-		PcsFreeRun *r = &entry->runs[i];
 
-		if (first < r->first + r->count && r->first < first + count)
+	slot = pcs_free_take_slot();
+	if (slot == PCS_NO_RUN)
+	{
+		int			smallest = pcs_free_next_list(entry, 1);
+
+		if (smallest < 0 || smallest >= pcs_free_list_of(count))
 		{
-			Assert(false);
-			elog(WARNING, "units %u to %u of a compressed segment were freed twice",
-				 first, first + count - 1);
+			SpinLockAcquire(&PcsFree->pool_lock);
+			PcsFree->forgotten++;
+			SpinLockRelease(&PcsFree->pool_lock);
 			return;
 		}
+		slot = pcs_free_pop(entry, smallest);
+		pcs_free_punch_run(entry, &PcsFree->pool[slot], file);
+		SpinLockAcquire(&PcsFree->pool_lock);
+		PcsFree->forgotten++;
+		SpinLockRelease(&PcsFree->pool_lock);
 	}
 
-	if (entry->nruns == PCS_FREE_RUNS)
-		pcs_free_coalesce(entry);
-	if (entry->nruns == PCS_FREE_RUNS)
+	r = &PcsFree->pool[slot];
+	r->first = first;
+	r->count = count;
+	r->clock = clock;
+	r->punched = punched;
+	pcs_free_push(entry, slot);
+
+	/* merge what touches now and then, so that runs do not only get smaller */
+	if (++entry->added >= Max(PCS_FREE_TIDY_MIN, entry->nruns))
+		pcs_free_tidy(entry, file);
+}
+
+/* Give every run of an entry back to the pool, and remove the entry */
+static void
+pcs_free_drop_entry(PcsFreeEntry *entry, uint32 hashcode)
+{
+	int32		run = pcs_free_chain(entry);
+
+	while (run != PCS_NO_RUN)
 	{
-		int			smallest = 0;
+		int32		next = PcsFree->pool[run].next;
 
-		for (int i = 1; i < entry->nruns; i++)
-		{
-			if (entry->runs[i].count < entry->runs[smallest].count)
-				smallest = i;
-		}
-		if (entry->runs[smallest].count >= run.count)
-			return;
-		/* forgotten, but its space need not be: give it back if it may be */
-		pcs_free_punch_run(entry, &entry->runs[smallest], file);
-		pcs_free_drop_run(entry, smallest);
+		pcs_free_put_slot(run, false);
+		run = next;
 	}
-	entry->runs[entry->nruns++] = run;
-	pcs_free_coalesce(entry);
+	(void) hash_search_with_hash_value(PcsFreeTable, &entry->key, hashcode,
+									   HASH_REMOVE, NULL);
+	pg_atomic_fetch_sub_u32(&PcsFree->entries, 1);
 }
 
 /*
@@ -333,13 +593,27 @@ pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift)
 										HASH_ENTER_NULL, &found);
 	if (entry == NULL)
 		return NULL;
+	if (found && entry->shift != shift)
+	{
+		/* a file of another unit size: what was kept is not its units */
+		int32		run = pcs_free_chain(entry);
+
+		while (run != PCS_NO_RUN)
+		{
+			int32		next = PcsFree->pool[run].next;
+
+			pcs_free_put_slot(run, false);
+			run = next;
+		}
+	}
 	if (!found || entry->shift != shift)
 	{
 		if (!found)
 			pg_atomic_fetch_add_u32(&PcsFree->entries, 1);
 		entry->shift = shift;
-		entry->nruns = 0;
 		entry->synced = 0;
+		entry->added = 0;
+		pcs_free_clear_lists(entry);
 	}
 	return entry;
 }
@@ -372,34 +646,38 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 	LWLock	   *lock;
 	PcsFreeEntry *entry;
 	uint64		clock = 0;
+	bool		punched;
 
 	if (count == 0)
 		return;
 	if (!enableFsync)
 		reuse_now = true;
-	if (!reuse_now)
-	{
-		/*
-		 * The entry was switched before this read of the clock: an fsync that
-		 * began before it read a smaller value (pcs_sync_begin()).
-		 */
-		pg_memory_barrier();
-		clock = pg_atomic_read_u64(&PcsFree->clock);
-	}
 
-	/* nobody can claim them before they are kept below */
-	if (give_back_now)
+	/*
+	 * Nobody can claim them before they are kept below.  Units reusable at
+	 * once may be given back at once.
+	 */
+	punched = (give_back_now || reuse_now) && file >= 0;
+	if (punched)
 		pcs_free_punch_range(shift, first, count, file);
 
 	hashcode = get_hash_value(PcsFreeTable, key);
 	lock = pcs_free_lock(hashcode);
 	LWLockAcquire(lock, LW_EXCLUSIVE);
+
+	/*
+	 * The entry was switched before this read of the clock (the lock's
+	 * acquisition is a barrier): an fsync that began before it read a smaller
+	 * value (pcs_sync_begin()).  Read under the lock, the clocks of the runs
+	 * added to a list only grow.
+	 */
+	if (!reuse_now)
+		clock = pg_atomic_read_u64(&PcsFree->clock);
+
 	entry = pcs_free_entry(key, hashcode, shift);
 	if (entry != NULL)
 	{
-		pcs_free_add_run(entry, first, count, clock, file);
-		if (reuse_now)
-			pcs_free_punch(entry, file);
+		pcs_free_add_run(entry, first, count, clock, punched, file);
 		if (entry->nruns == 0)
 			pcs_free_drop_entry(entry, hashcode);
 	}
@@ -408,12 +686,11 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 
 /*
  * Take count units of a segment out of its reusable free runs: the first
- * units of the lowest run that holds them, so that images written one
- * after the other fill the same file system pages (a page the file system
- * gave back is allocated whole by the first write into it); false if no
- * run holds them.  The units lie below
- * the end of the file (they were handed out before), and may be holes,
- * which the write into them fills.
+ * units of the smallest run that holds them, so that a run of just the
+ * right size goes to a block of that size and larger runs stay whole for
+ * larger images; false if no run holds them.  The units lie below the end
+ * of the file (they were handed out before), and may be holes, which the
+ * write into them fills.
  */
 bool
 pcs_claim_units(const PcsFreeKey *key, uint32 count, uint32 *first)
@@ -421,9 +698,9 @@ pcs_claim_units(const PcsFreeKey *key, uint32 count, uint32 *first)
 	uint32		hashcode;
 	LWLock	   *lock;
 	PcsFreeEntry *entry;
-	int			best = -1;
+	bool		found = false;
 
-	Assert(count > 0);
+	Assert(count > 0 && count <= PCS_MAX_UNITS);
 	if (pg_atomic_read_u32(&PcsFree->entries) == 0)
 		return false;
 
@@ -434,30 +711,33 @@ pcs_claim_units(const PcsFreeKey *key, uint32 count, uint32 *first)
 										HASH_FIND, NULL);
 	if (entry != NULL)
 	{
-		for (int i = 0; i < entry->nruns; i++)
+		for (int n = pcs_free_next_list(entry, pcs_free_list_of(count)); n >= 0;
+			 n = pcs_free_next_list(entry, n + 1))
 		{
-			PcsFreeRun *r = &entry->runs[i];
+			int32		slot;
+			PcsFreeRun *r;
 
-			if (r->count < count || !pcs_free_run_ready(entry, r))
+			/* the reusable runs come first: if the first waits, all do */
+			if (!pcs_free_run_ready(entry, &PcsFree->pool[entry->head[n]]))
 				continue;
-			if (best < 0 || r->first < entry->runs[best].first)
-				best = i;
+			slot = pcs_free_pop(entry, n);
+			r = &PcsFree->pool[slot];
+			Assert(r->count >= count);
+			*first = r->first;
+			r->first += count;
+			r->count -= count;
+			if (r->count > 0)
+				pcs_free_push(entry, slot);
+			else
+				pcs_free_put_slot(slot, false);
+			found = true;
+			break;
 		}
-	}
-	if (best >= 0)
-	{
-		PcsFreeRun *r = &entry->runs[best];
-
-		*first = r->first;
-		r->first += count;
-		r->count -= count;
-		if (r->count == 0)
-			pcs_free_drop_run(entry, best);
 		if (entry->nruns == 0)
 			pcs_free_drop_entry(entry, hashcode);
 	}
 	LWLockRelease(lock);
-	return best >= 0;
+	return found;
 }
 
 /*
@@ -465,8 +745,8 @@ pcs_claim_units(const PcsFreeKey *key, uint32 count, uint32 *first)
  * generation found in a segment's map (pcs_allocate()), replacing what was
  * kept for it.  At the start of a generation every map on disk is durable
  * (a clean shutdown, or the fsync of the whole data directory that crash
- * recovery begins with), so the runs are reusable at once.  The largest
- * runs are kept when there are more than an entry holds.
+ * recovery begins with), so the runs are reusable at once.  When the pool
+ * is full, the largest runs are kept.
  */
 void
 pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
@@ -480,11 +760,20 @@ pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
 	entry = pcs_free_entry(key, hashcode, shift);
 	if (entry != NULL)
 	{
-		entry->nruns = 0;
+		int32		run = pcs_free_chain(entry);
+
+		while (run != PCS_NO_RUN)
+		{
+			int32		next = PcsFree->pool[run].next;
+
+			pcs_free_put_slot(run, false);
+			run = next;
+		}
 		for (int i = 0; i < nruns; i++)
 		{
 			if (runs[i].count > 0)
-				pcs_free_add_run(entry, runs[i].first, runs[i].count, 0, -1);
+				pcs_free_add_run(entry, runs[i].first, runs[i].count, 0,
+								 false, -1);
 		}
 		if (entry->nruns == 0)
 			pcs_free_drop_entry(entry, hashcode);
@@ -515,7 +804,6 @@ pcs_forget_matching(const RelFileLocator *rlocator, ForkNumber forknum,
 			 (forknum == InvalidForkNumber || entry->key.forknum == forknum)) :
 			l->dbOid == dbid)
 		{
-			entry->nruns = 0;
 			pcs_free_drop_entry(entry, get_hash_value(PcsFreeTable, &entry->key));
 		}
 	}
@@ -596,8 +884,10 @@ pcs_sync_done(const FileTag *ftag, uint64 clock, File file)
 	if (entry != NULL)
 	{
 		entry->synced = Max(entry->synced, clock);
-		pcs_free_coalesce(entry);
-		pcs_free_punch(entry, file);
+		/* runs that may now be reused go first in their lists */
+		pcs_free_tidy(entry, file);
+		if (entry->nruns == 0)
+			pcs_free_drop_entry(entry, hashcode);
 	}
 	LWLockRelease(lock);
 }
