@@ -37,10 +37,10 @@ if [ -z "${PGSTRATA_DEMO_RUN:-}" ]; then
 	# Paths relative to the repository; a path in a column of a psql table
 	# keeps its width, so that the table stays aligned.
 	{
-		echo '# What `make demo` shows'
+		echo "# What \`make$pg_arg demo\` shows"
 		echo
 		echo "Output of \`make$pg_arg demo\` (test/demo/run-demo.sh) on $(date -u '+%Y-%m-%d at %H:%M UTC'),"
-		echo "without the build step's lines. \`make demo\` writes this file again."
+		echo "without the build step's lines. \`make$pg_arg demo\` writes this file again."
 		echo
 		echo '```'
 		TOP="$TOP" perl -pe 'BEGIN { $t = "$ENV{TOP}/"; $n = length $t }
