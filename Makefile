@@ -21,14 +21,34 @@
 #
 # Everything is built under build/ and installed into build/install.
 #
+# PostgreSQL 18: PG=18 before any target above (make PG=18, make PG=18
+# check-quick, make PG=18 demo) selects PostgreSQL 18 and its own series,
+# patches/18/ (UPSTREAM, series, patches), with the same src/ and contrib/;
+# it builds in build/18/ (build/18/postgresql, build/18/obj,
+# build/18/install, ...), so that 17 and 18 builds coexist.  Without PG,
+# or with PG=17, everything is as above.
+#
 # Portions Copyright (c) 2026, pgstrata developers
 #
 #-------------------------------------------------------------------------
 
 TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
-include $(TOP)/patches/UPSTREAM
 
+# The major release: 17 (patches/, build/) or 18 (patches/18/, build/18/).
+# The scripts read it as PGSTRATA_PG.
+PG ?= 17
+ifeq ($(PG),17)
+PATCH_DIR := $(TOP)/patches
 BUILD := $(TOP)/build
+else ifeq ($(PG),18)
+PATCH_DIR := $(TOP)/patches/18
+BUILD := $(TOP)/build/18
+else
+$(error PG=$(PG): the series exists for PostgreSQL 17 and 18 only)
+endif
+export PGSTRATA_PG := $(PG)
+include $(PATCH_DIR)/UPSTREAM
+
 TREE := $(BUILD)/postgresql
 # PGSTRATA_FLAVOUR=cassert selects the assert-enabled build, with a build
 # directory and an installation of its own (the ccache is shared).
@@ -141,6 +161,7 @@ clean:
 		$(BUILD)/upstream $(BUILD)/upstream-cassert \
 		$(BUILD)/upstream-compressed $(BUILD)/upstream-compressed-cassert
 
+# For 17, build/ holds build/18 too: distclean removes both.
 distclean:
 	rm -rf $(BUILD)
 

@@ -14,16 +14,17 @@
 set -uo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+. "$TOP/test/lib.sh"
 results=()
 rc=0
 
 # part NAME COMMAND...: run one part, keep its last summary line.
 part()
 {
-	local name=$1 log=$TOP/build/check-all-$1.log prc
+	local name=$1 log=$BUILD_ROOT/check-all-$1.log prc
 	shift
 	echo "##### $name"
-	mkdir -p "$TOP/build"
+	mkdir -p "$BUILD_ROOT"
 	"$@" 2>&1 | tee "$log"
 	prc=${PIPESTATUS[0]}
 	[ "$prc" -eq 0 ] || rc=1

@@ -2,9 +2,14 @@
 
 # The build under test: the release build (build/obj, build/install), or with
 # PGSTRATA_FLAVOUR=cassert the assert-enabled one (build/obj-cassert, ...).
+# PGSTRATA_PG=18 (make PG=18) selects PostgreSQL 18's builds, under build/18.
 FLAVOUR_SUFFIX=${PGSTRATA_FLAVOUR:+-$PGSTRATA_FLAVOUR}
-PG_OBJ=$TOP/build/obj$FLAVOUR_SUFFIX
-PG_INSTALL=$TOP/build/install$FLAVOUR_SUFFIX
+case "${PGSTRATA_PG:-17}" in
+	17) BUILD_ROOT=$TOP/build ;;
+	*) BUILD_ROOT=$TOP/build/$PGSTRATA_PG ;;
+esac
+PG_OBJ=$BUILD_ROOT/obj$FLAVOUR_SUFFIX
+PG_INSTALL=$BUILD_ROOT/install$FLAVOUR_SUFFIX
 
 # The zstd TOAST header checks, which the fuzz target builds from source.
 TOAST_FORMAT_SOURCES="$TOP/src/backend/access/common/toast_zstd_format.c"

@@ -14,7 +14,7 @@ set -uo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 MAKE=${MAKE:-make}
 . "$TOP/test/lib.sh"
-LOGDIR=$TOP/build/check$FLAVOUR_SUFFIX
+LOGDIR=$BUILD_ROOT/check$FLAVOUR_SUFFIX
 export PG_CONFIG=$PG_INSTALL/bin/pg_config
 
 passed=0

@@ -6,15 +6,37 @@
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
+# The major release to build, PGSTRATA_PG (make PG=...): 17, the default,
+# has its series in patches/ and builds in build/; 18 has a series of its
+# own in patches/18/ and builds in build/18/, so that both coexist.  The
+# new files of src/ and contrib/ are shared.  PATCH_DIR_REL is the series'
+# directory relative to TOP.
+PGSTRATA_PG=${PGSTRATA_PG:-17}
+case "$PGSTRATA_PG" in
+	17)
+		PATCH_DIR_REL=patches
+		DEFAULT_BUILD_DIR=$TOP/build
+		;;
+	18)
+		PATCH_DIR_REL=patches/18
+		DEFAULT_BUILD_DIR=$TOP/build/18
+		;;
+	*)
+		echo "error: PGSTRATA_PG=$PGSTRATA_PG: the series exists for PostgreSQL 17 and 18 only" >&2
+		exit 1
+		;;
+esac
+PATCH_DIR=$TOP/$PATCH_DIR_REL
+
 # The pinned release: "NAME = value" lines, shared with the Makefile.
 while IFS='=' read -r key value; do
 	key=$(echo "$key" | tr -d '[:space:]')
 	case "$key" in
 		PG_*) printf -v "$key" '%s' "$(echo "$value" | sed 's/^ *//; s/ *$//')" ;;
 	esac
-done < <(grep -v '^#' "${PGSTRATA_UPSTREAM:-$TOP/patches/UPSTREAM}")
+done < <(grep -v '^#' "${PGSTRATA_UPSTREAM:-$PATCH_DIR/UPSTREAM}")
 
-BUILD_DIR=${BUILD_DIR:-$TOP/build}
+BUILD_DIR=${BUILD_DIR:-$DEFAULT_BUILD_DIR}
 TREE=${TREE:-$BUILD_DIR/postgresql}		# patched source, a git work tree
 APPLY=$BUILD_DIR/.apply					# scratch work tree of the same repository
 # The build flavour: empty for the release build, "cassert" for the second,
@@ -61,7 +83,7 @@ tree_git()
 # series_patches: the patch files of patches/series, in order, one per line.
 series_patches()
 {
-	grep -v '^\s*\(#\|$\)' "$TOP/patches/series" || true
+	grep -v '^\s*\(#\|$\)' "$PATCH_DIR/series" || true
 }
 
 # new_files: the project's new core files (src/, contrib/), one per line.
@@ -80,9 +102,9 @@ input_files()
 {
 	(
 		cd "$TOP"
-		echo patches/UPSTREAM
-		echo patches/series
-		series_patches | sed 's|^|patches/|'
+		echo "$PATCH_DIR_REL/UPSTREAM"
+		echo "$PATCH_DIR_REL/series"
+		series_patches | sed "s|^|$PATCH_DIR_REL/|"
 		new_files
 	)
 }

@@ -16,7 +16,8 @@
 # The tree is a git repository with one commit for the pristine release
 # (tag "upstream"), one adding the project's new files (src/ and contrib/ of
 # this repository, copied to the same paths), then one commit per patch of
-# patches/series, applied with `git am`.  Dates and committer are fixed, so the
+# patches/series (patches/18/series for PGSTRATA_PG=18), applied with
+# `git am`.  Dates and committer are fixed, so the
 # same inputs always give the same commit ids.
 #
 # Updates are computed in a scratch work tree of the same repository
@@ -81,10 +82,10 @@ produce()
 	commit_all "Add the new source files of pgstrata (src/ and contrib/)"
 
 	for p in $(series_patches); do
-		[ -f "$TOP/patches/$p" ] || die "patches/series names $p, which does not exist"
-		if ! git am -q --committer-date-is-author-date "$TOP/patches/$p" >&2; then
+		[ -f "$PATCH_DIR/$p" ] || die "$PATCH_DIR_REL/series names $p, which does not exist"
+		if ! git am -q --committer-date-is-author-date "$PATCH_DIR/$p" >&2; then
 			git am --abort >/dev/null 2>&1 || true
-			die "patches/$p does not apply to PostgreSQL $PG_VERSION"
+			die "$PATCH_DIR_REL/$p does not apply to PostgreSQL $PG_VERSION"
 		fi
 	done
 	git rev-parse HEAD
@@ -134,7 +135,7 @@ cmd_update()
 		die "patches/ or src/ changed, and $TREE has edits or commits of its own: export them with 'make refresh' or drop them with 'make tree-reset'"
 	fi
 
-	note "applying patches/series"
+	note "applying $PATCH_DIR_REL/series"
 	target=$(produce)
 	if [ "$(tree_git rev-parse HEAD)" != "$target" ]; then
 		tree_git checkout -q --detach "$target"
@@ -165,14 +166,14 @@ cmd_refresh()
 	# ... every other change becomes one patch per commit.
 	paths=$(tree_git diff --name-only --no-renames upstream HEAD |
 		grep -vxF -f <(printf '%s\n' "$added") || true)
-	rm -f "$TOP"/patches/*.patch
+	rm -f "$PATCH_DIR"/*.patch
 	{
 		echo "# The patch series, applied in this order with git am (see README.md)."
 		if [ -n "$paths" ]; then
 			tree_git format-patch --zero-commit --no-signature --no-numbered \
-				-o "$TOP/patches" upstream..HEAD -- $paths | xargs -n1 basename
+				-o "$PATCH_DIR" upstream..HEAD -- $paths | xargs -n1 basename
 		fi
-	} >"$TOP/patches/series"
+	} >"$PATCH_DIR/series"
 
 	# What was written must give back the tree exactly.
 	p=$(produce)
@@ -212,7 +213,7 @@ cmd_reset()
 served_sha256()
 {
 	sed -n "s/^# served $(echo "$1" | sed 's/\./\\./g') \([0-9a-f]\{64\}\)\b.*/\1/p" \
-		"${PGSTRATA_UPSTREAM:-$TOP/patches/UPSTREAM}" | head -n 1
+		"${PGSTRATA_UPSTREAM:-$PATCH_DIR/UPSTREAM}" | head -n 1
 }
 
 # release_file VERSION SHA256 FILE: write patches/UPSTREAM for VERSION into FILE.
@@ -224,7 +225,7 @@ release_file()
 		-e "s/^PG_SHA256 = .*/PG_SHA256 = $sha/" \
 		-e "s|^PG_URL = .*|PG_URL = https://ftp.postgresql.org/pub/source/v$v/postgresql-$v.tar.bz2|" \
 		-e "s/^PG_DEBIAN_ORIG = .*/PG_DEBIAN_ORIG = postgresql-${major}_$v.orig.tar.bz2/" \
-		"$TOP/patches/UPSTREAM" >"$3"
+		"$PATCH_DIR/UPSTREAM" >"$3"
 }
 
 # The tree's commits are rebased, not re-applied: git then merges each patch
@@ -239,7 +240,7 @@ cmd_move()
 	[ "$v" != "$PG_VERSION" ] || die "the series is already on $v"
 	[ -n "$sha" ] || sha=$(served_sha256 "$v")
 	[ -n "$sha" ] ||
-		die "patches/UPSTREAM lists no SHA-256 for $v: give it (from the release's .sha256 file or Debian's .dsc) as tree.sh move $v SHA256"
+		die "$PATCH_DIR_REL/UPSTREAM lists no SHA-256 for $v: give it (from the release's .sha256 file or Debian's .dsc) as tree.sh move $v SHA256"
 
 	# The tree as the current inputs make it: the starting point.
 	(cmd_update)
@@ -265,13 +266,13 @@ cmd_move()
 		git tag -f upstream "$target" >/dev/null
 		git checkout -q -f --detach "$tip"
 	)
-	cp "$new" "$TOP/patches/UPSTREAM"
+	cp "$new" "$PATCH_DIR/UPSTREAM"
 	rm -f "$new"
 	# The tree now stands for the new inputs, so refresh may write them back.
 	inputs_digest >"$STATE_DIGEST"
 	if ! tree_git -c user.name="$GIT_COMMITTER_NAME" -c user.email="$GIT_COMMITTER_EMAIL" \
 		rebase -q --committer-date-is-author-date --onto upstream "$old_upstream" >&2; then
-		note "a patch conflicts with $v; patches/UPSTREAM already names $v"
+		note "a patch conflicts with $v; $PATCH_DIR_REL/UPSTREAM already names $v"
 		die "resolve the conflict in $TREE (git status), 'git rebase --continue' there, then 'make refresh'"
 	fi
 	cmd_refresh

@@ -13,7 +13,7 @@ against its format layer, for its TAP tests
   use PgStrata::Util;
 
   my $top = PgStrata::Util::top_dir();
-  my %up  = PgStrata::Util::upstream();	# patches/UPSTREAM as a hash
+  my %up  = PgStrata::Util::upstream();	# patches/UPSTREAM (or 18/UPSTREAM) as a hash
   my $ver = PgStrata::Util::project_version();
   my $cc  = PgStrata::Util::pg_config_value('--cc');
   my @cmd = PgStrata::Util::pcs_program_command($exe, undef, @sources);
@@ -46,11 +46,31 @@ sub slurp
 	return $text;
 }
 
-# patches/UPSTREAM, the pinned release, as NAME => value.
+# The directory of the series under test, relative to the top directory:
+# patches/ for PostgreSQL 17, patches/18/ for 18 (PGSTRATA_PG, which
+# `make PG=18` sets).
+sub patch_dir
+{
+	return ($ENV{PGSTRATA_PG} // '17') eq '17'
+	  ? 'patches'
+	  : "patches/$ENV{PGSTRATA_PG}";
+}
+
+# The build directory of the series under test, relative to the top
+# directory: build/ for 17, build/18/ for 18.
+sub build_dir
+{
+	return ($ENV{PGSTRATA_PG} // '17') eq '17'
+	  ? 'build'
+	  : "build/$ENV{PGSTRATA_PG}";
+}
+
+# The UPSTREAM file of the series under test, the pinned release, as
+# NAME => value.
 sub upstream
 {
 	my %h;
-	for (split /\n/, slurp('patches/UPSTREAM'))
+	for (split /\n/, slurp(patch_dir() . '/UPSTREAM'))
 	{
 		$h{$1} = $2 if /^\s*(PG_\w+)\s*=\s*(.*?)\s*$/;
 	}

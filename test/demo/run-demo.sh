@@ -4,16 +4,20 @@
 # port, show what pgstrata does on real data (demo.sql), stop the cluster.
 #
 # Called by `make demo` after the build.  The transcript goes to stdout
-# and, when the demo succeeds, to doc/demo.md, with the repository's path
-# left out so that the paths there are relative to the repository.
+# and, when the demo succeeds, to doc/demo.md (doc/demo-18.md for
+# `make PG=18 demo`), with the repository's path left out so that the
+# paths there are relative to the repository.
 
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
-BIN=$TOP/build/install/bin
-DEMO=$TOP/build/demo
-TRANSCRIPT=$TOP/doc/demo.md
 . "$TOP/test/lib.sh"
+BIN=$BUILD_ROOT/install/bin
+DEMO=$BUILD_ROOT/demo
+case "${PGSTRATA_PG:-17}" in
+	17) TRANSCRIPT=$TOP/doc/demo.md pg_arg= ;;
+	*) TRANSCRIPT=$TOP/doc/demo-$PGSTRATA_PG.md pg_arg=" PG=$PGSTRATA_PG" ;;
+esac
 
 # The outer run: run the demo itself (below, PGSTRATA_DEMO_RUN=1), show its
 # output, and keep it in doc/demo.md.  PostgreSQL refuses to run as root,
@@ -33,10 +37,10 @@ if [ -z "${PGSTRATA_DEMO_RUN:-}" ]; then
 	# Paths relative to the repository; a path in a column of a psql table
 	# keeps its width, so that the table stays aligned.
 	{
-		echo '# What `make demo` shows'
+		echo "# What \`make$pg_arg demo\` shows"
 		echo
-		echo "Output of \`make demo\` (test/demo/run-demo.sh) on $(date -u '+%Y-%m-%d at %H:%M UTC'),"
-		echo "without the build step's lines. \`make demo\` writes this file again."
+		echo "Output of \`make$pg_arg demo\` (test/demo/run-demo.sh) on $(date -u '+%Y-%m-%d at %H:%M UTC'),"
+		echo "without the build step's lines. \`make$pg_arg demo\` writes this file again."
 		echo
 		echo '```'
 		TOP="$TOP" perl -pe 'BEGIN { $t = "$ENV{TOP}/"; $n = length $t }
@@ -65,7 +69,7 @@ trap stop EXIT
 "$BIN/pg_ctl" -D "$DEMO/data" -l "$DEMO/server.log" -w \
 	-o "-p $port -k $sockdir -c listen_addresses=127.0.0.1 -c wal_log_hints=on" \
 	start >/dev/null
-echo "--- demo cluster in build/demo/data, listening on 127.0.0.1:$port"
+echo "--- demo cluster in ${DEMO#$TOP/}/data, listening on 127.0.0.1:$port"
 
 # A second session, for the parts of the demo that need two at once.
 export PSQL_AGAIN="$BIN/psql -X -q -h 127.0.0.1 -p $port -U postgres -d postgres"
@@ -75,7 +79,7 @@ psql()
 	"$BIN/psql" -X -q -h 127.0.0.1 -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@"
 }
 
-psql -d postgres -v sgml="$TOP/build/postgresql/doc/src/sgml" \
+psql -d postgres -v sgml="$BUILD_ROOT/postgresql/doc/src/sgml" \
 	-v tsdir="$DEMO/tablespace" --echo-queries -f "$TOP/test/demo/demo.sql"
 
 # The same pgbench data (scale 10) into a plain and a compressed database.

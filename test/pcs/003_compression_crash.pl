@@ -32,6 +32,10 @@ restart_after_crash = on
 log_statement = none
 ));
 $primary->start;
+# The tablespace version directory, PG_<major>_<catalog version>, which
+# differs between the releases the project builds (17 and 18).
+my $verdir = $primary->safe_psql('postgres',
+	"SELECT 'PG_' || current_setting('server_version_num')::int / 10000 || '_' || catalog_version_no FROM pg_control_system()");
 
 $primary->safe_psql('postgres', q(
 CREATE EXTENSION amcheck;
@@ -143,7 +147,7 @@ ok(PgStrata::PcsFile::relation_is_compressed($standby, 'postgres', 't'),
 ok( -f $standby->data_dir . '/pg_tblspc/'
 	  . $primary->safe_psql('postgres',
 		"SELECT oid FROM pg_tablespace WHERE spcname = 'cts'")
-	  . '/PG_17_202406281/pgstrata_compression',
+	  . "/$verdir/pgstrata_compression",
 	'the standby has the tablespace marker');
 check_consistent($standby, 'standby');
 
@@ -175,7 +179,7 @@ sub read_block
 }
 
 my $e0 = read_block(0);
-like($e0, qr/ERROR:  XX001: invalid compressed page in block 0 of relation pg_tblspc\/\d+\/PG_17_\d+\/\d+\/\d+/,
+like($e0, qr/ERROR:  XX001: invalid compressed page in block 0 of relation pg_tblspc\/\d+\/\Q$verdir\E\/\d+\/\d+/,
 	'a flipped byte in a page image is a data-corruption error naming relation and block');
 like($e0, qr/The checksum of the block's image does not match\./, 'and saying why');
 my $e1 = read_block(1);
@@ -216,7 +220,7 @@ PgStrata::PcsFile::flip($cpath, 20);    # the fixed fields are sound again
 PgStrata::PcsFile::flip($cpath, PgStrata::PcsFile::NBLOCKS_OFFSET + 1);
 $primary->start;
 $stderr = read_block(2);
-like($stderr, qr/WARNING:  XX001: invalid block count in compressed segment file "pg_tblspc\/\d+\/PG_17_\d+\/\d+\/\d+", replaced by \d+/,
+like($stderr, qr/WARNING:  XX001: invalid block count in compressed segment file "pg_tblspc\/\d+\/\Q$verdir\E\/\d+\/\d+", replaced by \d+/,
 	'a flipped byte in one copy of the block count is a warning naming the file');
 unlike($stderr, qr/ERROR/, 'and the block reads');
 is($primary->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');

@@ -135,9 +135,15 @@ $s->query_safe('INSERT INTO g SELECT g, noise(1900) FROM generate_series(1601, 2
 my $size_before = -s $path;
 system('prlimit', '--pid', $s_pid, '--fsize=' . $size_before) == 0
   or die "prlimit failed";
-my ($s_out, $s_ret) = $s->query(q(
+# 18's pg_buffercache_evict() returns (buffer_evicted, buffer_flushed),
+# 17's a boolean: whether the buffer was evicted.
+my $evicted =
+  $node->safe_psql('postgres', 'SHOW server_version_num') >= 180000
+  ? '(pg_buffercache_evict(bufferid)).buffer_evicted'
+  : 'pg_buffercache_evict(bufferid)';
+my ($s_out, $s_ret) = $s->query(qq(
 SELECT count(*) FROM pg_buffercache
-WHERE relfilenode = pg_relation_filenode('g') AND isdirty AND pg_buffercache_evict(bufferid)));
+WHERE relfilenode = pg_relation_filenode('g') AND isdirty AND $evicted));
 is($s_ret, 1, 'writing pages that need a longer file fails');
 like($s->{stderr}, qr/could not extend file .*File too large/,
 	'with an ERROR for the write that needed the space');

@@ -25,7 +25,11 @@ for my $d (qw(patches src contrib))
 	system('cp', '-a', "$top/$d", "$repo/$d") == 0 or die "cp $d failed"
 	  if -d "$top/$d";
 }
-my $tree = "$repo/build/postgresql";
+# The series under test: patches/ and build/ for 17, patches/18/ and
+# build/18/ for 18 (make PG=18); tree.sh reads PGSTRATA_PG too.
+my $pdir = PgStrata::Util::patch_dir();
+my $bdir = PgStrata::Util::build_dir();
+my $tree = "$repo/$bdir/postgresql";
 
 # tree(CMD): run the copied tree.sh, return (exit code, stdout + stderr).
 sub tree
@@ -58,10 +62,10 @@ sub append
 my ($rc, $out) = tree('update');
 is($rc, 0, 'update makes the tree') or diag $out;
 is( git_tree('rev-parse', 'HEAD'),
-	PostgreSQL::Test::Utils::slurp_file("$top/build/tree.commit") =~ s/\s+$//r,
+	PostgreSQL::Test::Utils::slurp_file("$top/$bdir/tree.commit") =~ s/\s+$//r,
 	'the same inputs give the same commit as the main build');
 my $patches = () = grep { !/^\s*(#|$)/ }
-  split /\n/, PostgreSQL::Test::Utils::slurp_file("$repo/patches/series");
+  split /\n/, PostgreSQL::Test::Utils::slurp_file("$repo/$pdir/series");
 is(git_tree('rev-list', '--count', 'upstream..HEAD'),
 	$patches + 1, 'one commit for the new files, then one per patch');
 
@@ -105,12 +109,12 @@ git_tree('commit', '-q', '-a', '-m', 'Test a local edit');
 ($rc, $out) = tree('refresh');
 is($rc, 0, 'refresh exports the commit') or diag $out;
 my @series = grep { !/^\s*(#|$)/ }
-  split /\n/, PostgreSQL::Test::Utils::slurp_file("$repo/patches/series");
+  split /\n/, PostgreSQL::Test::Utils::slurp_file("$repo/$pdir/series");
 is(scalar @series, $patches + 1, 'series has one more patch');
 like($series[-1], qr/^\d{4}-Test-a-local-edit\.patch$/,
 	'named after the commit');
 like(
-	PostgreSQL::Test::Utils::slurp_file("$repo/patches/$series[-1]"),
+	PostgreSQL::Test::Utils::slurp_file("$repo/$pdir/$series[-1]"),
 	qr/^\+local edit$/m,
 	'holding the edit');
 ($rc, $out) = tree('check');
@@ -137,14 +141,14 @@ isnt($rc, 0, 'a file in src/ that replaces an upstream file is refused');
 like($out, qr{error: src/include/port\.h exists upstream}, 'naming the file');
 unlink "$repo/src/include/port.h";
 
-my $first = "$repo/patches/$series[0]";
+my $first = "$repo/$pdir/$series[0]";
 my $text = PostgreSQL::Test::Utils::slurp_file($first);
 open my $fh, '>', $first or die;
 print $fh ($text =~ s/^-(#define PG_BACKEND_VERSIONSTR.*)$/-$1 broken/mr);
 close $fh;
 ($rc, $out) = tree('update');
 isnt($rc, 0, 'a patch that does not apply is refused');
-like($out, qr{error: patches/\Q$series[0]\E does not apply},
+like($out, qr{error: \Q$pdir/$series[0]\E does not apply},
 	'naming the patch');
 
 done_testing();

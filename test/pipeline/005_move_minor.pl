@@ -22,6 +22,12 @@ $ENV{GIT_AUTHOR_EMAIL} = $ENV{GIT_COMMITTER_EMAIL} = 'test@pgstrata.invalid';
 
 my $top = PgStrata::Util::top_dir();
 my %up = PgStrata::Util::upstream();
+# The series under test (17, or 18 with PGSTRATA_PG=18): its directory, its
+# build directory and its major release, which the stand-in releases share.
+my $pdir = PgStrata::Util::patch_dir();
+my $bdir = PgStrata::Util::build_dir();
+my ($major) = $up{PG_VERSION} =~ /^(\d+)\./;
+my $other_major = $major == 17 ? '18.6' : '17.11';
 my $tmp = abs_path(PostgreSQL::Test::Utils::tempdir());
 
 # run(CMD...): run a command, return (exit code, stdout + stderr).
@@ -42,9 +48,9 @@ ok(-f $pinned, 'the pinned tarball is at hand') or BAIL_OUT($pinned);
 # has and starts with at least two lines of context.
 my ($file, $line, $context, $patch);
 PATCH: for my $p (grep { !/^\s*(#|$)/ } split /\n/,
-	PostgreSQL::Test::Utils::slurp_file("$top/patches/series"))
+	PostgreSQL::Test::Utils::slurp_file("$top/$pdir/series"))
 {
-	my $text = PostgreSQL::Test::Utils::slurp_file("$top/patches/$p");
+	my $text = PostgreSQL::Test::Utils::slurp_file("$top/$pdir/$p");
 	while ($text =~ /^--- a\/(\S+)\n\+\+\+ b\/\S+\n@@ -(\d+),\d+ \+\d+,\d+ @@[^\n]*\n (.*)\n (.*)\n/mg)
 	{
 		next if $2 < 1;
@@ -81,13 +87,13 @@ sub make_release
 
 # The context line before the hunk's changes, changed: a release that moved
 # under the patch without touching what it changes.
-my $moved_line = "$context /* changed in 17.98 */";
+my $moved_line = "$context /* changed in $major.98 */";
 my ($moved, $moved_sha) =
-  make_release('17.98', sub { $_[0]->[ $line - 1 ] = $moved_line });
+  make_release("$major.98", sub { $_[0]->[ $line - 1 ] = $moved_line });
 
 # The whole region of the hunk rewritten: a real conflict.
 my ($clash, $clash_sha) = make_release(
-	'17.97',
+	"$major.97",
 	sub {
 		splice @{ $_[0] }, $line - 1, 8, ('conflicting change') x 8;
 	});
@@ -112,47 +118,47 @@ is($rc, 0, 'the copy makes its tree') or diag $out;
 	run('git', '-C', $am, 'init', '-q');
 	run('git', '-C', $am, 'add', '-A');
 	run('git', '-C', $am, 'commit', '-q', '-m', 'release');
-	my ($amrc) = run('git', '-C', $am, 'am', '-q', "$repo/patches/$patch");
+	my ($amrc) = run('git', '-C', $am, 'am', '-q', "$repo/$pdir/$patch");
 	isnt($amrc, 0, "plain git am refuses $patch on the moved release");
 	system('rm', '-rf', $am);
 }
 
 # Wrong arguments: one error line each, nothing changed.
-my $upstream_before = PostgreSQL::Test::Utils::slurp_file("$repo/patches/UPSTREAM");
-($rc, $out) = run('bash', $treesh, 'move', '18.6');
+my $upstream_before = PostgreSQL::Test::Utils::slurp_file("$repo/$pdir/UPSTREAM");
+($rc, $out) = run('bash', $treesh, 'move', $other_major);
 isnt($rc, 0, 'a move to another major is refused');
-like($out, qr/^error: 18\.6 is not a minor release of PostgreSQL 17/m,
+like($out, qr/^error: \Q$other_major\E is not a minor release of PostgreSQL $major/m,
 	'naming the reason');
-($rc, $out) = run('bash', $treesh, 'move', '17.50');
+($rc, $out) = run('bash', $treesh, 'move', "$major.50");
 isnt($rc, 0, 'a move to a release with no known SHA-256 is refused');
-like($out, qr/^error: patches\/UPSTREAM lists no SHA-256 for 17\.50: give it/m,
+like($out, qr/^error: \Q$pdir\E\/UPSTREAM lists no SHA-256 for $major\.50: give it/m,
 	'saying how to give it');
 ($rc, $out) = run('bash', $treesh, 'move', $up{PG_VERSION});
 isnt($rc, 0, 'a move to the pinned release is refused');
-is(PostgreSQL::Test::Utils::slurp_file("$repo/patches/UPSTREAM"),
+is(PostgreSQL::Test::Utils::slurp_file("$repo/$pdir/UPSTREAM"),
 	$upstream_before, 'patches/UPSTREAM is unchanged by the refusals');
 
 # The move.
 {
 	local $ENV{PG_TARBALL_FILE} = $moved;
-	($rc, $out) = run('bash', $treesh, 'move', '17.98', $moved_sha);
+	($rc, $out) = run('bash', $treesh, 'move', "$major.98", $moved_sha);
 }
 is($rc, 0, 'the series moves to a release that changed its context')
   or diag $out;
-my $new_upstream = PostgreSQL::Test::Utils::slurp_file("$repo/patches/UPSTREAM");
-like($new_upstream, qr/^PG_VERSION = 17\.98$/m, 'UPSTREAM names the new version');
+my $new_upstream = PostgreSQL::Test::Utils::slurp_file("$repo/$pdir/UPSTREAM");
+like($new_upstream, qr/^PG_VERSION = $major\.98$/m, 'UPSTREAM names the new version');
 like($new_upstream, qr/^PG_SHA256 = $moved_sha$/m, 'with its SHA-256');
-like($new_upstream, qr/^PG_DEBIAN_ORIG = postgresql-17_17\.98\.orig\.tar\.bz2$/m,
+like($new_upstream, qr/^PG_DEBIAN_ORIG = postgresql-${major}_$major\.98\.orig\.tar\.bz2$/m,
 	"and Debian's name for its tarball");
-like(PostgreSQL::Test::Utils::slurp_file("$repo/patches/$patch"),
+like(PostgreSQL::Test::Utils::slurp_file("$repo/$pdir/$patch"),
 	qr/^ \Q$moved_line\E$/m, "$patch now carries the new context line");
-($rc, $out) = run('git', '-C', "$repo/build/postgresql", 'log', '-1',
+($rc, $out) = run('git', '-C', "$repo/$bdir/postgresql", 'log', '-1',
 	'--format=%P %s', 'upstream');
-like($out, qr/^ PostgreSQL 17\.98, as released/,
+like($out, qr/^ PostgreSQL $major\.98, as released/,
 	'the tree is based on the new release, as a root commit');
 
 # The written inputs rebuild the same tree from scratch.
-system('rm', '-rf', "$repo/build");
+system('rm', '-rf', "$repo/$bdir");
 {
 	local $ENV{PG_TARBALL_FILE} = $moved;
 	($rc, $out) = run('bash', $treesh, 'update');
@@ -169,7 +175,7 @@ system('rm', '-rf', "$repo/build");
 }
 {
 	local $ENV{PG_TARBALL_FILE} = $clash;
-	($rc, $out) = run('bash', $treesh, 'move', '17.97', $clash_sha);
+	($rc, $out) = run('bash', $treesh, 'move', "$major.97", $clash_sha);
 }
 isnt($rc, 0, 'a conflicting release stops the move');
 like($out, qr/^error: resolve the conflict in .*git rebase --continue.*make refresh/m,

@@ -19,7 +19,7 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 JOBS=${JOBS:-$(nproc)}
 . "$TOP/test/lib.sh"
 OBJ=$PG_OBJ
-LOGDIR=$TOP/build/upstream$FLAVOUR_SUFFIX
+LOGDIR=$BUILD_ROOT/upstream$FLAVOUR_SUFFIX
 
 mkdir -p "$LOGDIR"
 log=$LOGDIR/check-world.log

@@ -16,6 +16,9 @@
 #define PCS_H
 
 #include "nodes/pg_list.h"
+#if PG_VERSION_NUM >= 180000
+#include "storage/aio_types.h"
+#endif
 #include "storage/block.h"
 #include "storage/pcs_format.h"
 #include "storage/relfilelocator.h"
@@ -51,6 +54,17 @@ extern void pcs_truncate(SMgrRelation reln, ForkNumber forknum,
 						 BlockNumber old_blocks, BlockNumber nblocks);
 extern void pcs_immedsync(SMgrRelation reln, ForkNumber forknum);
 extern void pcs_registersync(SMgrRelation reln, ForkNumber forknum);
+#if PG_VERSION_NUM >= 180000
+/* the callbacks 18's asynchronous I/O added (see pcs_startreadv()) */
+extern uint32 pcs_maxcombine(SMgrRelation reln, ForkNumber forknum,
+							 BlockNumber blocknum);
+extern void pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln,
+						   ForkNumber forknum, BlockNumber blocknum,
+						   void **buffers, BlockNumber nblocks);
+extern int	pcs_fd(SMgrRelation reln, ForkNumber forknum,
+				   BlockNumber blocknum, uint32 *off);
+extern PGDLLIMPORT const PgAioHandleCallbacks aio_pcs_readv_cb;
+#endif
 
 /*
  * A read-only view of one segment of a compressed fork (pcs_segment_view()),

@@ -35,6 +35,7 @@
 #include "access/bulk_io_heap.h"
 #include "access/htup_details.h"
 #include "access/transam.h"
+#include "pgstrata_compat.h"
 #include "storage/bufmgr.h"
 #include "storage/bulk_io.h"
 #include "storage/freespace.h"
@@ -86,7 +87,7 @@ bulk_io_heap_prepare_extension(Relation rel, Size needed, BlockNumber *target)
 		return InvalidBlockNumber;
 
 	/* a test holds a backend here until another one extends */
-	INJECTION_POINT("bulk-io-extension-prepare");
+	PGSTRATA_INJECTION_POINT("bulk-io-extension-prepare");
 
 	if (RelationExtensionLockWaiterCount(rel) > 0)
 	{
@@ -132,7 +133,7 @@ bulk_io_heap_window(Relation rel, bool bulk_load, BlockNumber seen_size,
 	Assert(!RelationUsesLocalBuffers(rel));
 
 	/* a test holds the extender here until a second backend queues */
-	INJECTION_POINT("bulk-io-extension-locked");
+	PGSTRATA_INJECTION_POINT("bulk-io-extension-locked");
 
 	if (first_block != seen_size || extended_by >= window)
 		return 0;
@@ -278,7 +279,7 @@ bulk_io_heap_record_free(Relation rel, BlockNumber from, BlockNumber to)
 	 * The window exists on disk, the FSM does not know it yet: a crash here
 	 * orphans it, which bulk_io_heap_reclaim_window() must undo.
 	 */
-	INJECTION_POINT("bulk-io-window-before-fsm");
+	PGSTRATA_INJECTION_POINT("bulk-io-window-before-fsm");
 
 	for (BlockNumber blkno = from; blkno < to; blkno++)
 		RecordPageWithFreeSpace(rel, blkno, freespace);

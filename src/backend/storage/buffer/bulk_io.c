@@ -42,6 +42,8 @@
 
 #include "common/relpath.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "pgstrata_compat.h"
 #include "port/atomics.h"
 #include "storage/bufmgr.h"
 #include "storage/bulk_io.h"
@@ -351,6 +353,37 @@ bulk_io_block_range_next(ReadStream *stream, void *callback_private_data,
 }
 
 /*
+ * Verify a page read from src as RelationCopyStorage does: a checksum
+ * failure is logged and counted, and the page is refused unless
+ * ignore_checksum_failure lets it through.  18 reports checksum failures
+ * to the statistics in two steps, and PageIsVerified() takes the flags
+ * that 17's PageIsVerifiedExtended() took.
+ */
+static bool
+bulk_io_page_verified(SMgrRelation src, Page page, BlockNumber blkno)
+{
+#if PG_VERSION_NUM >= 180000
+	Oid			dboid = src->smgr_rlocator.locator.dbOid;
+	int			piv_flags = PIV_LOG_WARNING;
+	bool		checksum_failure;
+	bool		verified;
+
+	if (ignore_checksum_failure)
+		piv_flags |= PIV_IGNORE_CHECKSUM_FAILURE;
+	verified = PageIsVerified(page, blkno, piv_flags, &checksum_failure);
+	if (checksum_failure)
+	{
+		pgstat_prepare_report_checksum_failure(dboid);
+		pgstat_report_checksum_failures_in_db(dboid, 1);
+	}
+	return verified;
+#else
+	return PageIsVerifiedExtended(page, blkno,
+								  PIV_LOG_WARNING | PIV_REPORT_STAT);
+#endif
+}
+
+/*
  * Copy a fork of a temporary relation with reads of up to
  * polar_bulk_read_size blocks straight into the bulk writer's pages.
  *
@@ -391,13 +424,12 @@ bulk_io_copy_storage_direct(SMgrRelation src, SMgrRelation dst,
 
 		for (int i = 0; i < n; i++)
 		{
-			if (!PageIsVerifiedExtended((Page) pages[i], blkno + i,
-										PIV_LOG_WARNING | PIV_REPORT_STAT))
+			if (!bulk_io_page_verified(src, (Page) pages[i], blkno + i))
 			{
 				/* the path first, as RelationCopyStorage does */
-				char	   *relpath = relpathbackend(src->smgr_rlocator.locator,
-													 src->smgr_rlocator.backend,
-													 forknum);
+				char	   *relpath = PGSTRATA_RELPATHBACKEND(src->smgr_rlocator.locator,
+															  src->smgr_rlocator.backend,
+															  forknum);
 
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_CORRUPTED),
@@ -558,7 +590,12 @@ bulk_io_trim(SMgrRelation smgr, ForkNumber forknum, BlockNumber relsize,
 
 	if (extended_to <= relsize)
 		return;
+#if PG_VERSION_NUM >= 180000
+	/* 18's smgrtruncate() is 17's smgrtruncate2() */
+	smgrtruncate(smgr, &forknum, 1, &old_nblocks, &relsize);
+#else
 	smgrtruncate2(smgr, &forknum, 1, &old_nblocks, &relsize);
+#endif
 	bulk_io_count(&smgr->smgr_rlocator.locator, BULK_IO_INDEX_TRIMMED_BLOCKS,
 				  extended_to - relsize);
 }

@@ -37,6 +37,10 @@
 #include "lib/ilist.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "pgstrata_compat.h"
+#if PG_VERSION_NUM >= 180000
+#include "storage/aio.h"
+#endif
 #include "storage/bufmgr.h"
 #include "storage/fd.h"
 #include "storage/md.h"
@@ -154,7 +158,7 @@ pcs_is_compressed(SMgrRelation reln, ForkNumber forknum)
 static char *
 pcs_segpath(SMgrRelation reln, ForkNumber forknum, BlockNumber segno)
 {
-	char	   *path = relpath(reln->smgr_rlocator, forknum);
+	char	   *path = PGSTRATA_RELPATH(reln->smgr_rlocator, forknum);
 
 	if (segno > 0)
 	{
@@ -196,7 +200,7 @@ pcs_block_corrupt(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	ereport(ERROR,
 			(errcode(code),
 			 errmsg("invalid compressed page in block %u of relation %s",
-					blkno, relpath(reln->smgr_rlocator, forknum)),
+					blkno, PGSTRATA_RELPATH(reln->smgr_rlocator, forknum)),
 			 errdetail("%s", _(pcs_problem_message(problem)))));
 }
 
@@ -232,7 +236,7 @@ pcs_current_generation(void)
 static int
 pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 {
-	char	   *path = relpath(reln->smgr_rlocator, forknum);
+	char	   *path = PGSTRATA_RELPATH(reln->smgr_rlocator, forknum);
 	uint64		magic = 0;
 	int			fd;
 	int			nread;
@@ -565,7 +569,7 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not seek to end of file \"%s\": %m",
-						relpath(reln->smgr_rlocator, forknum))));
+						PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
 	}
 	if (segno > 0 && pcs_segment_is_unfinished(vfd, segno, size))
 	{
@@ -768,7 +772,7 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
 				   PCS_MAX_GROWTH >> seg->shift);
 		grow = Max(grow, limit - have);
 		/* the size read above may be stale by the time the file grows */
-		INJECTION_POINT("pcs-grow-before-allocate");
+		PGSTRATA_INJECTION_POINT("pcs-grow-before-allocate");
 		(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
 		fd = FileGetRawDesc(seg->vfd);
 		ret = pcs_fallocate(fd, pcs_unit_offset(have, seg->shift),
@@ -816,7 +820,7 @@ pcs_map_chunk_ready(PcsSegment *seg, BlockNumber segblock)
 	Assert(segblock < RELSEG_SIZE && chunk < PCS_MAP_CHUNKS);
 	if (likely(seg->map_ready[chunk / 64] & bit))
 		return;
-	INJECTION_POINT("pcs-map-chunk-allocate");
+	PGSTRATA_INJECTION_POINT("pcs-map-chunk-allocate");
 	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
 	ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
 						PCS_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK,
@@ -1551,7 +1555,7 @@ pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FILE),
 				 errmsg("segment %u of relation %s does not exist",
-						segno, relpath(reln->smgr_rlocator, forknum))));
+						segno, PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
 	if ((seg->header->flags & PCS_HEADER_DICTIONARIES) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -1623,7 +1627,7 @@ pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
 		pcs_dict_record_set(seg->header, segno, number, &record, first, len,
 							pcs_data_crc(bytes, len));
 		sector->records[number - 1] = record;
-		INJECTION_POINT("pcs-dictionary-before-sync");
+		PGSTRATA_INJECTION_POINT("pcs-dictionary-before-sync");
 
 		/* bytes and record are durable before any image can name them */
 		pcs_sync_now(reln, forknum, seg, WAIT_EVENT_DATA_FILE_SYNC);
@@ -1808,7 +1812,7 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("could not read block %u in file \"%s\": block is past the end of the compressed segment",
-						blkno, relpath(reln->smgr_rlocator, forknum))));
+						blkno, PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
 	}
 
 	/*
@@ -1848,7 +1852,7 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid compressed page in block %u of relation %s",
-						blkno, relpath(reln->smgr_rlocator, forknum)),
+						blkno, PGSTRATA_RELPATH(reln->smgr_rlocator, forknum)),
 				 errdetail("%s", _(pcs_problem_message(problem)))));
 		pcs_invalid_page(buffer);
 		return;
@@ -1859,7 +1863,7 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid compressed page in block %u of relation %s; zeroing out page",
-						blkno, relpath(reln->smgr_rlocator, forknum)),
+						blkno, PGSTRATA_RELPATH(reln->smgr_rlocator, forknum)),
 				 errdetail("%s", _(pcs_problem_message(problem)))));
 		memset(buffer, 0, BLCKSZ);
 		return;
@@ -1916,7 +1920,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not write block %u in file \"%s\": segment does not exist",
-						blkno, relpath(reln->smgr_rlocator, forknum))));
+						blkno, PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
 
 	/* before anything is written, as the map is stored to last */
 	pcs_map_chunk_ready(seg, segblock);
@@ -1958,7 +1962,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		units = pcs_units_to_allocate(len, old_sound, seg->shift);
 		pcs_free_key(reln, forknum, segno, &key);
 		if (pcs_claim_units(&key, units, &first))
-			INJECTION_POINT("pcs-write-reuse");
+			PGSTRATA_INJECTION_POINT("pcs-write-reuse");
 		else
 			first = pcs_allocate(reln, seg, units);
 		relocated = true;
@@ -1974,9 +1978,9 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 				 errmsg("could not write block %u in file \"%s\": %m",
 						blkno, FilePathName(seg->vfd)),
 				 errhint("Check free disk space.")));
-	INJECTION_POINT("pcs-write-after-image");
+	PGSTRATA_INJECTION_POINT("pcs-write-after-image");
 	if (first != old.first_unit && !pcs_entry_is_empty(&old))
-		INJECTION_POINT("pcs-write-relocate");
+		PGSTRATA_INJECTION_POINT("pcs-write-relocate");
 
 	pcs_entry_set(&entry, segblock, first, len, units, image_flags,
 				  pcs_data_crc(src, len), seg->shift);
@@ -2125,9 +2129,9 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 	pcs_forget_fork(reln->smgr_rlocator.locator, forknum);
 	mdcreate(reln, forknum, isRedo);
 	/* the file exists, empty, and others can see it (pcs_fork_format) */
-	INJECTION_POINT("pcs-create-before-header");
+	PGSTRATA_INJECTION_POINT("pcs-create-before-header");
 
-	path = relpath(reln->smgr_rlocator, forknum);
+	path = PGSTRATA_RELPATH(reln->smgr_rlocator, forknum);
 	vfd = PathNameOpenFile(path, O_RDWR | PG_BINARY);
 	if (vfd < 0)
 		ereport(ERROR,
@@ -2153,7 +2157,7 @@ pcs_exists(SMgrRelation reln, ForkNumber forknum)
 void
 pcs_unlink(RelFileLocatorBackend rlocator, ForkNumber forknum, bool isRedo)
 {
-	INJECTION_POINT("pcs-unlink");
+	PGSTRATA_INJECTION_POINT("pcs-unlink");
 	/* a file made later under the same name must not inherit free units */
 	pcs_forget_fork(rlocator.locator, forknum);
 	mdunlink(rlocator, forknum, isRedo);
@@ -2413,6 +2417,145 @@ pcs_readv(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 	}
 }
 
+#if PG_VERSION_NUM >= 180000
+
+/*
+ * Asynchronous reads (PostgreSQL 18).
+ *
+ * 18's buffer manager reads through smgrstartreadv(): the storage manager
+ * describes the read as a vector of buffers, a file descriptor and an
+ * offset, and the I/O method (sync, worker or io_uring) performs it, maybe
+ * in another process, before completion callbacks check the pages and
+ * mark the buffers valid.  A compressed page is not found at an offset of
+ * its file: it has to be located through the map, read and decoded.  For
+ * now pcs_startreadv() therefore decodes the blocks into the buffers
+ * synchronously, then stages an I/O of no bytes on the segment, to be
+ * performed at once in this process (PGAIO_HF_SYNCHRONOUS), whose callback
+ * (pcs_readv_complete()) reports every block read.  The buffer manager's
+ * own callbacks then run as for any read.  Forks stored by md.c take md.c's
+ * asynchronous path unchanged.
+ */
+
+/* pcs_maxcombine: how many blocks one read or write from blocknum may cover */
+uint32
+pcs_maxcombine(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum)
+{
+	if (!pcs_is_compressed(reln, forknum))
+		return mdmaxcombine(reln, forknum, blocknum);
+	/* as md.c: I/O does not cross segments (pcs_readv() splits anyway) */
+	return RELSEG_SIZE - blocknum % ((BlockNumber) RELSEG_SIZE);
+}
+
+/* pcs_startreadv: read consecutive blocks for an asynchronous I/O handle */
+void
+pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
+			   BlockNumber blocknum, void **buffers, BlockNumber nblocks)
+{
+	PcsSegment *seg;
+
+	if (!pcs_is_compressed(reln, forknum))
+	{
+		mdstartreadv(ioh, reln, forknum, blocknum, buffers, nblocks);
+		return;
+	}
+
+	if (nblocks > RELSEG_SIZE - blocknum % ((BlockNumber) RELSEG_SIZE))
+		elog(ERROR, "read crossing segment boundary");
+
+	/*
+	 * An error here (a damaged page) leaves the handle unstaged, as an
+	 * error of md.c's in opening the segment does; the resource owner
+	 * releases it and the buffers' I/O.
+	 */
+	pcs_readv(reln, forknum, blocknum, buffers, nblocks);
+
+	seg = pcs_getseg(reln, forknum, blocknum / RELSEG_SIZE, false);
+	if (seg == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open segment %u of file \"%s\"",
+						blocknum / RELSEG_SIZE,
+						PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
+
+	pgaio_io_set_flag(ioh, PGAIO_HF_SYNCHRONOUS);
+	pgaio_io_set_target_smgr(ioh, reln, forknum, blocknum, nblocks, false);
+	pgaio_io_register_callbacks(ioh, PGAIO_HCB_PCS_READV, 0);
+
+	/* no bytes: the pages are in the buffers already */
+	if (FileStartReadV(ioh, seg->vfd, 0, 0, WAIT_EVENT_DATA_FILE_READ) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not start reading blocks %u..%u in file \"%s\": %m",
+						blocknum, blocknum + nblocks - 1,
+						FilePathName(seg->vfd))));
+}
+
+/*
+ * pcs_fd: the file and offset of a block, for an I/O performed in another
+ * process.  pcs_startreadv() performs the I/O of compressed forks in the
+ * issuing process, so only md.c's forks get here.
+ */
+int
+pcs_fd(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
+	   uint32 *off)
+{
+	if (!pcs_is_compressed(reln, forknum))
+		return mdfd(reln, forknum, blocknum, off);
+	elog(ERROR, "I/O of compressed fork \"%s\" cannot be performed by another process",
+		 PGSTRATA_RELPATH(reln->smgr_rlocator, forknum));
+	pg_unreachable();
+}
+
+/*
+ * Completion callback of pcs_startreadv(): the I/O itself read no bytes;
+ * the blocks were decoded before it was staged.
+ */
+static PgAioResult
+pcs_readv_complete(PgAioHandle *ioh, PgAioResult prior_result, uint8 cb_data)
+{
+	PgAioTargetData *td = pgaio_io_get_target_data(ioh);
+	PgAioResult result = prior_result;
+
+	if (prior_result.result < 0)
+	{
+		result.status = PGAIO_RS_ERROR;
+		result.id = PGAIO_HCB_PCS_READV;
+		result.error_data = -prior_result.result;
+		result.result = 0;
+		pgaio_result_report(result, td, LOG_SERVER_ONLY);
+		return result;
+	}
+	result.result = td->smgr.nblocks;
+	return result;
+}
+
+/* Error reporting callback of pcs_startreadv() */
+static void
+pcs_readv_report(PgAioResult result, const PgAioTargetData *td, int elevel)
+{
+	RelPathStr	path;
+
+	/* no palloc: this may run in a critical section */
+	path = relpathbackend(td->smgr.rlocator,
+						  td->smgr.is_temp ? MyProcNumber : INVALID_PROC_NUMBER,
+						  td->smgr.forkNum);
+
+	errno = result.error_data;
+	ereport(elevel,
+			errcode_for_file_access(),
+			errmsg("could not read blocks %u..%u in file \"%s\": %m",
+				   td->smgr.blockNum,
+				   td->smgr.blockNum + td->smgr.nblocks - 1,
+				   path.str));
+}
+
+const PgAioHandleCallbacks aio_pcs_readv_cb = {
+	.complete_shared = pcs_readv_complete,
+	.report = pcs_readv_report,
+};
+
+#endif							/* PG_VERSION_NUM >= 180000 */
+
 /* pcs_writev: write consecutive existing blocks */
 void
 pcs_writev(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
@@ -2467,7 +2610,7 @@ pcs_nblocks(SMgrRelation reln, ForkNumber forknum)
 				ereport(ERROR,
 						(errcode_for_file_access(),
 						 errmsg("could not open file \"%s\": %m",
-								relpath(reln->smgr_rlocator, forknum))));
+								PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
 			break;
 		}
 		n = pcs_seg_nblocks(seg);
@@ -2524,7 +2667,7 @@ pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 		if (cur > keep)
 		{
 			pcs_seg_store_nblocks(seg, keep);
-			INJECTION_POINT("pcs-truncate");
+			PGSTRATA_INJECTION_POINT("pcs-truncate");
 			pcs_seg_truncate_entries(reln, forknum, seg, keep, cur);
 			pcs_register_dirty(reln, forknum, segno, seg);
 		}
@@ -2538,7 +2681,7 @@ pcs_truncate(SMgrRelation reln, ForkNumber forknum, BlockNumber old_blocks,
 static void
 pcs_sync_fork(SMgrRelation reln, ForkNumber forknum, bool immediate)
 {
-	INJECTION_POINT("pcs-rewrite-sync");
+	PGSTRATA_INJECTION_POINT("pcs-rewrite-sync");
 	for (BlockNumber segno = 0;; segno++)
 	{
 		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
