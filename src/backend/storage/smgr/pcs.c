@@ -240,6 +240,7 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 	uint64		magic = 0;
 	int			fd;
 	int			nread;
+	struct stat st;
 
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
@@ -252,7 +253,7 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 		return PCS_FORMAT_UNKNOWN;
 	}
 	nread = pg_pread(fd, &magic, sizeof(magic), 0);
-	if (nread < 0)
+	if (nread < 0 || fstat(fd, &st) < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not read file \"%s\": %m", path)));
@@ -269,6 +270,16 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 	 * the answer is not kept: the fork counts as empty until it has bytes.
 	 */
 	if (nread < (int) sizeof(magic))
+		return PCS_FORMAT_EMPTY;
+
+	/*
+	 * The same holds a moment later: pcs_init_segment_file() writes the
+	 * header, then sizes the file to its data area.  A file of exactly the
+	 * header's size has no block yet (a crash may also leave one): it counts
+	 * as empty, not as a damaged compressed file.  Any other file shorter
+	 * than the data area is reported as damaged when it is opened.
+	 */
+	if (magic == PCS_MAGIC && st.st_size == PCS_HEADER_SIZE)
 		return PCS_FORMAT_EMPTY;
 
 	reln->pcs_format[forknum] =
@@ -347,6 +358,9 @@ pcs_init_segment_file(File vfd, BlockNumber segno, PcsAlgorithm algorithm,
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not write file \"%s\": %m", FilePathName(vfd))));
+	/* readers may find segment 0 this way: see pcs_fork_format() */
+	if (segno == 0)
+		PGSTRATA_INJECTION_POINT("pcs-create-after-header");
 	/* the map stays a hole until entries are written */
 	if (FileTruncate(vfd, PCS_DATA_OFFSET, WAIT_EVENT_DATA_FILE_TRUNCATE) < 0)
 		ereport(ERROR,
