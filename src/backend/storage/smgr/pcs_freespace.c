@@ -561,9 +561,9 @@ pcs_free_add_run(PcsFreeEntry *entry, uint32 first, uint32 count,
 		pcs_free_tidy(entry, file);
 }
 
-/* Give every run of an entry back to the pool, and remove the entry */
+/* Give every run of an entry back to the pool, leaving its lists empty */
 static void
-pcs_free_drop_entry(PcsFreeEntry *entry, uint32 hashcode)
+pcs_free_release(PcsFreeEntry *entry)
 {
 	int32		run = pcs_free_chain(entry);
 
@@ -574,6 +574,13 @@ pcs_free_drop_entry(PcsFreeEntry *entry, uint32 hashcode)
 		pcs_free_put_slot(run, false);
 		run = next;
 	}
+}
+
+/* Give every run of an entry back to the pool, and remove the entry */
+static void
+pcs_free_drop_entry(PcsFreeEntry *entry, uint32 hashcode)
+{
+	pcs_free_release(entry);
 	(void) hash_search_with_hash_value(PcsFreeTable, &entry->key, hashcode,
 									   HASH_REMOVE, NULL);
 	pg_atomic_fetch_sub_u32(&PcsFree->entries, 1);
@@ -596,15 +603,7 @@ pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift)
 	if (found && entry->shift != shift)
 	{
 		/* a file of another unit size: what was kept is not its units */
-		int32		run = pcs_free_chain(entry);
-
-		while (run != PCS_NO_RUN)
-		{
-			int32		next = PcsFree->pool[run].next;
-
-			pcs_free_put_slot(run, false);
-			run = next;
-		}
+		pcs_free_release(entry);
 	}
 	if (!found || entry->shift != shift)
 	{
@@ -760,15 +759,7 @@ pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
 	entry = pcs_free_entry(key, hashcode, shift);
 	if (entry != NULL)
 	{
-		int32		run = pcs_free_chain(entry);
-
-		while (run != PCS_NO_RUN)
-		{
-			int32		next = PcsFree->pool[run].next;
-
-			pcs_free_put_slot(run, false);
-			run = next;
-		}
+		pcs_free_release(entry);
 		for (int i = 0; i < nruns; i++)
 		{
 			if (runs[i].count > 0)
