@@ -52,6 +52,23 @@ my $fsm = $node->data_dir . '/'
   . $node->safe_psql('postgres', "SELECT pg_relation_filepath('t')") . '_fsm';
 ok(!-e $fsm, 'no free space map yet');
 
+# stop_creator(TABLE, POINT[, OPTS]): a session whose INSERT into TABLE
+# creates its free space map, stopped at injection point POINT
+sub stop_creator
+{
+	my ($table, $point, %opts) = @_;
+	my $session = $node->background_psql('postgres', %opts);
+	$session->query_until(
+		qr/attached/, qq(
+SELECT injection_points_set_local();
+SELECT injection_points_attach('$point', 'wait');
+\\echo attached
+INSERT INTO $table SELECT g, md5(g::text) FROM generate_series(51, 500) g;
+));
+	$node->wait_for_event('client backend', $point);
+	return $session;
+}
+
 # The reader: a session inside one transaction.  It holds its locks from
 # the start, so it does not process the shared invalidation with which the
 # creator of a free space map tells others to look at the fork again: what
@@ -65,15 +82,7 @@ SELECT pg_freespace('t', 0);
 
 # The creator: an INSERT that fills page 0 and records its free space,
 # stopped right after it has created the (empty) free space map file.
-my $creator = $node->background_psql('postgres');
-$creator->query_until(
-	qr/attached/, q(
-SELECT injection_points_set_local();
-SELECT injection_points_attach('pcs-create-before-header', 'wait');
-\echo attached
-INSERT INTO t SELECT g, md5(g::text) FROM generate_series(51, 500) g;
-));
-$node->wait_for_event('client backend', 'pcs-create-before-header');
+my $creator = stop_creator('t', 'pcs-create-before-header');
 ok(-e $fsm && -s $fsm == 0, 'the free space map file exists and is empty');
 
 # The reader looks at the free space map now.
@@ -128,15 +137,7 @@ INSERT INTO t2 SELECT g, md5(g::text) FROM generate_series(1, 50) g;
 ));
 my $fsm2 = $node->data_dir . '/'
   . $node->safe_psql('postgres', "SELECT pg_relation_filepath('t2')") . '_fsm';
-$creator = $node->background_psql('postgres');
-$creator->query_until(
-	qr/attached/, q(
-SELECT injection_points_set_local();
-SELECT injection_points_attach('pcs-create-after-header', 'wait');
-\echo attached
-INSERT INTO t2 SELECT g, md5(g::text) FROM generate_series(51, 500) g;
-));
-$node->wait_for_event('client backend', 'pcs-create-after-header');
+$creator = stop_creator('t2', 'pcs-create-after-header');
 ok(PgStrata::PcsFile::is_compressed($fsm2) && -s $fsm2 == 4096,
 	'the free space map has its header and is 4096 bytes long');
 ($ret, $stdout, $stderr) = $node->psql('postgres',
@@ -161,15 +162,8 @@ INSERT INTO t3 SELECT g, md5(g::text) FROM generate_series(1, 50) g;
 ));
 my $fsm3 = $node->data_dir . '/'
   . $node->safe_psql('postgres', "SELECT pg_relation_filepath('t3')") . '_fsm';
-$creator = $node->background_psql('postgres', on_error_stop => 0);
-$creator->query_until(
-	qr/attached/, q(
-SELECT injection_points_set_local();
-SELECT injection_points_attach('pcs-create-after-header', 'wait');
-\echo attached
-INSERT INTO t3 SELECT g, md5(g::text) FROM generate_series(51, 500) g;
-));
-$node->wait_for_event('client backend', 'pcs-create-after-header');
+$creator = stop_creator('t3', 'pcs-create-after-header',
+	on_error_stop => 0);
 $node->stop('immediate');
 # its server is gone: the session's pipe may be closed already
 eval { $creator->quit; };
