@@ -154,10 +154,19 @@ my $tcopy = "$backup_dir/"
 ok(-s $tcopy > 2101248 && (stat $tcopy)[12] * 512 < (-s $tcopy) - 1024 * 1024,
 	'the backup\'s copy of a compressed segment keeps its 2 MB map sparse');
 my $dump_at_backup = dumpall($primary);
+# the reserve of the compressed tablespace is left out (pcs_reserve.c)
+my $reserve = 'pg_tblspc/*/PG_*/pgstrata_reserve';
+is(scalar(my @r1 = glob($primary->data_dir . "/$reserve")),
+	1, 'the primary\'s compressed tablespace has its reserve');
+is(scalar(my @r2 = glob("$backup_dir/$reserve")),
+	0, 'the backup leaves the reserve out');
 
 my $copy = PostgreSQL::Test::Cluster->new('copy');
 $copy->init_from_backup($primary, 'base');
 $copy->start;
+$copy->safe_psql('postgres', 'CHECKPOINT');
+is(scalar(my @r3 = glob($copy->data_dir . "/$reserve")),
+	1, 'a copy started from it makes the reserve at its first checkpoint');
 is(dumpall($copy), $dump_at_backup, 'a copy started from the backup dumps as the primary');
 check_all($copy, 'copy from the backup');
 $copy->stop;

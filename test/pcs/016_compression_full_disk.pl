@@ -23,6 +23,13 @@
 #    session with it.  It needs a small file system of its own: make check
 #    mounts one when run by root (PGSTRATA_SMALLFS, test/lib.sh); without it
 #    this part is skipped, and says so.
+# 4. On a full file system, pages that grow after their extension must
+#    still be written back, as md's are (md allocates a block's space when
+#    it extends): a checkpoint that cannot write them fails, and after a
+#    crash the end-of-recovery checkpoint fails the same way, so the server
+#    would not start.  They take space from the tablespace's reserve
+#    (compressed_tablespace_reserve, pcs_reserve.c); extensions do not.
+#    Same small file system.
 
 use strict;
 use warnings FATAL => 'all';
@@ -46,6 +53,7 @@ wal_log_hints = on
 allow_in_place_tablespaces = on
 autovacuum = off
 polar_bulk_extend_size = 0
+compressed_tablespace_reserve = 4MB
 ));
 {
 	local $ENV{LD_PRELOAD} = $shim;
@@ -214,6 +222,118 @@ SELECT test_pcs_extend_to('f', $far);),
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM f'),
 		'20000', 'and survives a restart');
 	$node->safe_psql('postgres', 'DROP TABLE f; DROP TABLESPACE small');
+}
+
+# 4. Pages that grow on a full file system
+SKIP:
+{
+	my $smallfs = $ENV{PGSTRATA_SMALLFS};
+	skip 'no small file system of its own (PGSTRATA_SMALLFS; make check mounts one when run by root)', 17
+	  unless defined $smallfs;
+
+	my $dir = "$smallfs/ts4";
+	my $mb = 1024 * 1024;
+	mkdir $dir or die "mkdir $dir: $!";
+	# 1,000 pages with room for a new version of each row (HOT updates),
+	# stored in a unit each; a plain ledger of the same rows
+	$node->safe_psql('postgres', qq(
+CREATE TABLESPACE small4 LOCATION '$dir' WITH (compression = 'zstd');
+CREATE TABLE w (id int, v text) WITH (fillfactor = 40) TABLESPACE small4;
+INSERT INTO w SELECT g, repeat('a', 300) FROM generate_series(1, 9000) g;
+CREATE TABLE w_ledger AS SELECT * FROM w;
+CHECKPOINT;
+));
+	my ($reserve) = glob("$dir/PG_*/pgstrata_reserve");
+	is(-s $reserve, 4 * $mb, 'CREATE TABLESPACE makes the reserve, 4 MB');
+
+	# fill the file system up (again: what a write takes from the reserve
+	# beyond its need is free for anybody)
+	my $filler = "$smallfs/filler";
+	my $fill = sub {
+		open(my $fh, '>>', $filler) or die "open $filler: $!";
+		binmode $fh;
+		my $chunk = 'x' x 4096;
+		while (syswrite($fh, $chunk)) { }
+		close($fh);
+		note 'file system filled: ' . `df -k $smallfs | tail -1`;
+	};
+	$fill->();
+
+	# Rows that compress worse: each page's image grows from one unit to
+	# five, 2.5 MB in all.
+	my $noisy = q(UPDATE w SET v = array_to_string(ARRAY(
+  SELECT md5(random()::text || id || i) FROM generate_series(1, 10) i), '')
+  WHERE %s;
+UPDATE w_ledger l SET v = w.v FROM w WHERE w.id = l.id AND l.v <> w.v);
+	$node->safe_psql('postgres', sprintf($noisy, 'true'));
+
+	# A backend that writes them back takes from the first half of the
+	# reserve only, then fails.
+	my $offset = -s $node->logfile;
+	my ($ret, $stdout, $stderr) = $node->psql('postgres', qq(
+SELECT count(*) FROM pg_buffercache
+WHERE relfilenode = pg_relation_filenode('w') AND isdirty AND $evicted));
+	isnt($ret, 0, 'a backend writing back pages that grew fails on a full file system');
+	like($stderr, qr/could not extend file .*No space left on device/,
+		'with an ERROR saying why');
+	is(-s $reserve, 2 * $mb,
+		'after taking the first half of the reserve, and no more');
+
+	# the checkpointer writes them back with the second half
+	($ret, $stdout, $stderr) = $node->psql('postgres', 'CHECKPOINT');
+	is($ret, 0, 'a checkpoint writes back pages that grew, on a full file system')
+	  or diag $stderr;
+	ok( $node->log_contains(
+			qr/file system of tablespace \d+ is full, compressed pages written back take space from its reserve/,
+			$offset),
+		'from the reserve, and says so');
+	my $left = -s $reserve;
+	cmp_ok($left, '<', 2 * $mb, "the reserve shrank, to $left bytes");
+
+	# Extending the table past the parts of the map that exist (its map
+	# covers 1,024 blocks in four 4 kB pages): zero-extension reads the
+	# map's entries, and on a full tmpfs reading a hole through the mapping
+	# used to kill the backend with SIGBUS.
+	$fill->();
+	$node->safe_psql('postgres', q(
+INSERT INTO w SELECT g, repeat('b', 300) FROM generate_series(9001, 10000) g;
+INSERT INTO w_ledger SELECT * FROM w WHERE id > 9000;
+));
+	ok(!$node->log_contains('was terminated by signal', $offset),
+		'extending on a full tmpfs kills no process');
+
+	# A crash with pages that grew: redo and the end-of-recovery
+	# checkpoint write them back.
+	$node->safe_psql('postgres', sprintf($noisy, 'id <= 3000'));
+	$node->stop('immediate');
+	$offset = -s $node->logfile;
+	$ret = $node->start(fail_ok => 1);
+	ok($ret, 'the server starts after a crash on a full file system');
+	ok( $node->log_contains(
+			qr/compressed pages written back take space from its reserve/,
+			$offset),
+		'its end-of-recovery checkpoint took from the reserve');
+	cmp_ok(-s $reserve, '<', $left, 'which shrank again');
+	is( $node->safe_psql(
+			'postgres', q(
+SELECT count(*) FROM w FULL JOIN w_ledger l USING (id)
+WHERE w.v IS DISTINCT FROM l.v)),
+		'0',
+		'every row as the ledger has it');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('w')"),
+		'0', 'amcheck finds nothing');
+	ok(!$node->log_contains('was terminated by signal'),
+		'no process was killed');
+
+	# space again: the next checkpoint restores the reserve
+	unlink($filler) or die "unlink: $!";
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	is(-s $reserve, 4 * $mb, 'a checkpoint restores the reserve');
+
+	$node->safe_psql('postgres', 'DROP TABLE w; DROP TABLESPACE small4');
+	ok(!-e $reserve, 'DROP TABLESPACE removes the reserve');
+	is(scalar(my @left = glob("$dir/PG_*")), 0,
+		'and its version directory');
 }
 
 $node->stop;

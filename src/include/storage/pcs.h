@@ -128,6 +128,12 @@ extern void pcs_note_compressed_storage(void);
 extern void pcs_enforce_startup_settings(void);
 extern bool pcs_full_page_writes(bool configured);
 
+/* space held back for writing back pages on a full disk (pcs_reserve.c) */
+extern PGDLLIMPORT int compressed_tablespace_reserve;
+extern void pcs_reserve_fill(const char *versiondir, int elevel);
+extern void pcs_reserve_fill_all(void);
+extern bool pcs_reserve_release(Oid spcOid, off_t need);
+
 /* pcs_debug_force_compression (pcs_tablespace.c) */
 extern PGDLLIMPORT int pcs_debug_force_compression;
 extern PGDLLIMPORT const struct config_enum_entry pcs_force_compression_options[];

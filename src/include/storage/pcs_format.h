@@ -70,6 +70,21 @@ typedef struct pg_atomic_uint64
 #define PCS_MARKER_FILE		"pgstrata_compression"
 
 /*
+ * Also there: space held back for writing back pages of compressed relations
+ * when the file system is full (pcs_reserve.c).  Base backups and pg_rewind
+ * leave it out; the checkpointer makes it again.
+ */
+#define PCS_RESERVE_FILE	"pgstrata_reserve"
+
+/* Is a file of a tablespace's version directory one of the two above? */
+static inline bool
+pcs_is_tablespace_file(const char *name)
+{
+	return strcmp(name, PCS_MARKER_FILE) == 0 ||
+		strcmp(name, PCS_RESERVE_FILE) == 0;
+}
+
+/*
  * In the data directory: this cluster may hold compressed forks, so the
  * server WAL-logs hint-bit changes and keeps full_page_writes on (README.pcs,
  * "Hint bits and full-page images").  Written before the first compressed

@@ -56,6 +56,10 @@
 /* Bytes of the map whose storage is made to exist at once (a kernel page) */
 #define PCS_MAP_CHUNK		4096
 #define PCS_MAP_CHUNKS		((int) (PCS_MAP_SIZE / PCS_MAP_CHUNK))
+#define PCS_MAP_CHUNK_ENTRIES	(PCS_MAP_CHUNK / PCS_ENTRY_SIZE)
+/* the chunk of the map that holds the entry of segblock */
+#define PCS_MAP_CHUNK_OF(segblock) \
+	((int) (((off_t) (segblock) * PCS_ENTRY_SIZE) / PCS_MAP_CHUNK))
 
 /* An open compressed segment of one fork, in one process */
 typedef struct PcsSegment
@@ -83,7 +87,11 @@ typedef struct PcsSegment
 	BlockNumber sample_next;	/* the block the next extension must be */
 	int			nsample;		/* pages in sample */
 	char	   *sample;			/* PCS_AUTO_TRAIN_PAGES pages, or NULL */
-	/* chunks of the map known to have storage (pcs_map_chunk_ready) */
+
+	/*
+	 * chunks of the map known to have storage (pcs_map_chunk_ready(),
+	 * pcs_map_entry())
+	 */
 	uint64		map_ready[(PCS_MAP_CHUNKS + 63) / 64];
 } PcsSegment;
 
@@ -763,10 +771,13 @@ pcs_storage_failed(PcsSegment *seg, int error)
  * file system has no fallocate(), zeros are written past the end instead,
  * under a lock (pcs_grow_by_writing()).  Any other failure (a full file
  * system, a file-size limit, an I/O error) is an ERROR for the caller and
- * changes nothing that exists.
+ * changes nothing that exists; except that a write-back (writeback) that
+ * finds the file system full takes space from the tablespace's reserve and
+ * grows the file by what it needs (pcs_reserve.c).
  */
 static void
-pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
+pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit,
+					bool writeback)
 {
 	off_t		size;
 	uint32		have;
@@ -789,11 +800,21 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
 		PGSTRATA_INJECTION_POINT("pcs-grow-before-allocate");
 		(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
 		fd = FileGetRawDesc(seg->vfd);
-		ret = pcs_fallocate(fd, pcs_unit_offset(have, seg->shift),
-							(off_t) grow << seg->shift);
-		if (ret == EOPNOTSUPP || ret == EINVAL)
-			ret = pcs_grow_by_writing(seg, fd,
-									  pcs_unit_offset(have + grow, seg->shift));
+		for (;;)
+		{
+			ret = pcs_fallocate(fd, pcs_unit_offset(have, seg->shift),
+								(off_t) grow << seg->shift);
+			if (ret == EOPNOTSUPP || ret == EINVAL)
+				ret = pcs_grow_by_writing(seg, fd,
+										  pcs_unit_offset(have + grow, seg->shift));
+			if ((ret != ENOSPC && ret != EDQUOT) || !writeback)
+				break;
+			/* a full disk: only what this write needs, from the reserve */
+			grow = limit - have;
+			if (!pcs_reserve_release(reln->smgr_rlocator.locator.spcOid,
+									 (off_t) grow << seg->shift))
+				break;
+		}
 		if (ret != 0)
 			pcs_storage_failed(seg, ret);
 
@@ -822,12 +843,16 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit)
  *
  * Where the file system has no fallocate(), nothing is done: other
  * processes store into the chunk without a lock, so writing zeros there is
- * not safe, and a full file system remains fatal to such a store.
+ * not safe, and a full file system remains fatal to such a store.  A
+ * write-back (writeback) of a block that was zero-extended into a chunk
+ * that is still a hole may take the chunk's space from the tablespace's
+ * reserve (pcs_reserve.c).
  */
 static void
-pcs_map_chunk_ready(PcsSegment *seg, BlockNumber segblock)
+pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg, BlockNumber segblock,
+					bool writeback)
 {
-	int			chunk = (int) (((off_t) segblock * PCS_ENTRY_SIZE) / PCS_MAP_CHUNK);
+	int			chunk = PCS_MAP_CHUNK_OF(segblock);
 	uint64		bit = UINT64CONST(1) << (chunk % 64);
 	int			ret;
 
@@ -836,12 +861,84 @@ pcs_map_chunk_ready(PcsSegment *seg, BlockNumber segblock)
 		return;
 	PGSTRATA_INJECTION_POINT("pcs-map-chunk-allocate");
 	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
-	ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
-						PCS_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK,
-						PCS_MAP_CHUNK);
+	do
+	{
+		ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
+							PCS_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK,
+							PCS_MAP_CHUNK);
+	} while ((ret == ENOSPC || ret == EDQUOT) && writeback &&
+			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid,
+								 PCS_MAP_CHUNK));
 	if (ret != 0 && ret != EOPNOTSUPP && ret != EINVAL)
 		pcs_storage_failed(seg, ret);
 	seg->map_ready[chunk / 64] |= bit;
+}
+
+/*
+ * May the entries of a chunk of the map be read through the mapping?  Not
+ * if the chunk is a hole.  Reading a hole through a shared mapping costs
+ * nothing on most file systems, but tmpfs allocates a page for it, so on a
+ * full tmpfs the read itself raises SIGBUS; and the map of zero-extended
+ * blocks is left a hole (pcs_seg_clear()).  A chunk not yet known to have
+ * storage is looked at with SEEK_DATA, once per process if it has some.  An
+ * entry is stored only after its chunk has storage (pcs_map_chunk_ready()),
+ * so a chunk that is a hole holds only empty entries; a reader that races
+ * with the first store into a chunk sees an entry that was empty a moment
+ * ago, as it could through the mapping.
+ */
+static bool
+pcs_map_chunk_readable(PcsSegment *seg, int chunk)
+{
+	uint64		bit = UINT64CONST(1) << (chunk % 64);
+
+	Assert(chunk >= 0 && chunk < PCS_MAP_CHUNKS);
+	if (likely(seg->map_ready[chunk / 64] & bit))
+		return true;
+#if defined(SEEK_DATA)
+	{
+		off_t		start = PCS_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK;
+		off_t		data;
+
+		(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
+		data = lseek(FileGetRawDesc(seg->vfd), start, SEEK_DATA);
+		if ((data < 0 && errno == ENXIO) ||
+			(data >= 0 && data >= start + PCS_MAP_CHUNK))
+			return false;
+	}
+#endif
+	/* data there (or SEEK_DATA not supported here): it has storage */
+	seg->map_ready[chunk / 64] |= bit;
+	return true;
+}
+
+/* The map entry of segblock, or an empty one where its chunk is a hole */
+static inline PcsMapEntry
+pcs_map_entry(PcsSegment *seg, BlockNumber segblock)
+{
+	PcsMapEntry entry;
+
+	Assert(segblock < RELSEG_SIZE);
+	if (unlikely(!pcs_map_chunk_readable(seg, PCS_MAP_CHUNK_OF(segblock))))
+	{
+		memset(&entry, 0, sizeof(entry));
+		Assert(pcs_entry_is_empty(&entry));
+		return entry;
+	}
+	entry = seg->map[segblock];
+	return entry;
+}
+
+/*
+ * The first block at or after b, below to, whose chunk of the map is not a
+ * hole (or to): loops over ranges of entries skip holes with it, one
+ * lseek() per chunk rather than per entry.
+ */
+static BlockNumber
+pcs_map_skip_holes(PcsSegment *seg, BlockNumber b, BlockNumber to)
+{
+	while (b < to && !pcs_map_chunk_readable(seg, PCS_MAP_CHUNK_OF(b)))
+		b = (b / PCS_MAP_CHUNK_ENTRIES + 1) * PCS_MAP_CHUNK_ENTRIES;
+	return Min(b, to);
 }
 
 /*
@@ -1034,7 +1131,9 @@ pcs_publish_free_runs(SMgrRelation reln, PcsSegment *seg, PcsUnitRun *used,
 }
 
 /*
- * Hand out fresh units in a segment.
+ * Hand out fresh units in a segment; writeback says that they are for a
+ * block written back, not extended, which may use the tablespace's reserve
+ * (pcs_ensure_capacity()).
  *
  * The allocation word holds the next free unit, checked against this server
  * generation (pcs_alloc_decode()).  A word that fails the check was written
@@ -1058,7 +1157,7 @@ pcs_publish_free_runs(SMgrRelation reln, PcsSegment *seg, PcsUnitRun *used,
  * checks it (here and in pcs_unit_limit()).
  */
 static uint32
-pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
+pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units, bool writeback)
 {
 	uint32		gen = pcs_current_generation();
 	pg_atomic_uint64 *word = pcs_header_alloc(seg->header);
@@ -1103,7 +1202,7 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units)
 							FilePathName(seg->vfd)),
 					 errhint("Rewrite the relation with VACUUM FULL to reclaim its unused space.")));
 		/* the file holds the units before anybody can be given them */
-		pcs_ensure_capacity(reln, seg, first + units);
+		pcs_ensure_capacity(reln, seg, first + units, writeback);
 		if (pg_atomic_compare_exchange_u64(word, &old,
 										   pcs_alloc_word(seg->header, seg->segno,
 														  gen, first + units)))
@@ -1163,8 +1262,15 @@ pcs_nblocks_from_map(PcsSegment *seg)
 
 	for (BlockNumber b = RELSEG_SIZE; b > 0; b--)
 	{
-		PcsMapEntry entry = seg->map[b - 1];
+		PcsMapEntry entry;
 
+		if (!pcs_map_chunk_readable(seg, PCS_MAP_CHUNK_OF(b - 1)))
+		{
+			/* the whole chunk is a hole: go on below it */
+			b = (b - 1) / PCS_MAP_CHUNK_ENTRIES * PCS_MAP_CHUNK_ENTRIES + 1;
+			continue;
+		}
+		entry = seg->map[b - 1];
 		if (!pcs_entry_is_empty(&entry) &&
 			pcs_entry_check(&entry, b - 1, limit, seg->shift) == PCS_SOUND)
 			return b;
@@ -1279,14 +1385,15 @@ pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
  * Only entries that are not empty already are written.  The map is sparse:
  * storing zeros into a map page that is a hole would make the file system
  * allocate it for nothing (and, on a full file system, raise SIGBUS), and
- * zero-extension clears every entry it covers.  Reading a hole costs no
- * disk space.
+ * zero-extension clears every entry it covers.  Nor are holes read
+ * (pcs_map_skip_holes()).
  */
 static void
 pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
 {
 	Assert(from <= to && to <= RELSEG_SIZE);
-	for (BlockNumber b = from; b < to; b++)
+	for (BlockNumber b = pcs_map_skip_holes(seg, from, to); b < to;
+		 b = pcs_map_skip_holes(seg, b + 1, to))
 	{
 		if (!pcs_entry_is_empty(&seg->map[b]))
 			memset(&seg->map[b], 0, sizeof(PcsMapEntry));
@@ -1321,7 +1428,8 @@ pcs_seg_truncate_entries(SMgrRelation reln, ForkNumber forknum,
 								 pcs_current_generation(),
 								 pg_atomic_read_u64(pcs_header_alloc(seg->header)),
 								 &limit);
-	for (BlockNumber b = from; b < to; b++)
+	for (BlockNumber b = pcs_map_skip_holes(seg, from, to); b < to;
+		 b = pcs_map_skip_holes(seg, b + 1, to))
 	{
 		PcsMapEntry entry = seg->map[b];
 
@@ -1627,7 +1735,7 @@ pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
 	PG_TRY();
 	{
 		int			units = pcs_units_for(len, seg->shift);
-		uint32		first = pcs_allocate(reln, seg, units);
+		uint32		first = pcs_allocate(reln, seg, units, false);
 		PcsDictRecord record;
 		uint64		expected = installing;
 
@@ -1842,7 +1950,7 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	 */
 	for (int tries = 1;; tries++)
 	{
-		entry = seg->map[segblock];
+		entry = pcs_map_entry(seg, segblock);
 		problem = pcs_read_image(seg, &entry, segblock, image.data, buffer);
 		if (problem == PCS_SOUND || tries >= PCS_READ_TRIES)
 			break;
@@ -1937,7 +2045,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 						blkno, PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
 
 	/* before anything is written, as the map is stored to last */
-	pcs_map_chunk_ready(seg, segblock);
+	pcs_map_chunk_ready(reln, seg, segblock, !extend);
 
 	/*
 	 * Work on a copy: hint bits may change in a shared buffer while it is
@@ -1978,7 +2086,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		if (pcs_claim_units(&key, units, &first))
 			PGSTRATA_INJECTION_POINT("pcs-write-reuse");
 		else
-			first = pcs_allocate(reln, seg, units);
+			first = pcs_allocate(reln, seg, units, !extend);
 		relocated = true;
 	}
 
@@ -2259,7 +2367,7 @@ pcs_prefetch(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 			found = false;
 			break;
 		}
-		entry = seg->map[blkno % RELSEG_SIZE];
+		entry = pcs_map_entry(seg, blkno % RELSEG_SIZE);
 		if (pcs_entry_is_empty(&entry))
 			continue;
 		start = pcs_unit_offset(entry.first_unit, seg->shift);
@@ -2327,7 +2435,7 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 		{
 			PcsReadItem *item = &items[nitems];
 
-			item->entry = seg->map[segblock + i];
+			item->entry = pcs_map_entry(seg, segblock + i);
 			if (pcs_entry_is_empty(&item->entry) ||
 				pcs_entry_check(&item->entry, segblock + i,
 								pcs_unit_limit(seg), seg->shift) != PCS_SOUND)

@@ -28,6 +28,7 @@
 #include "access/xlog.h"
 #include "access/xloginsert.h"
 #include "access/xlogreader.h"
+#include "access/xlogutils.h"
 #include "catalog/pg_tablespace_d.h"
 #include "commands/defrem.h"
 #include "commands/tablespace.h"
@@ -306,6 +307,8 @@ pcs_create_tablespace(Oid tablespaceoid, PcsAlgorithm algorithm, int level)
 	pcs_note_compressed_storage();
 	dir = pcs_version_dir(tablespaceoid);
 	pcs_write_tablespace_marker(dir, algorithm, level);
+	/* space for writing back its pages on a full disk (pcs_reserve.c) */
+	pcs_reserve_fill(dir, InRecovery ? LOG : WARNING);
 	pfree(dir);
 }
 
@@ -339,17 +342,25 @@ pcs_redo_tablespace(XLogReaderState *record, Oid tablespaceoid)
 						  wal.level);
 }
 
-/* Remove the marker of a tablespace being dropped (no error in redo) */
+/*
+ * Remove the reserve and the marker of a tablespace being dropped (no error
+ * in redo), the marker last.
+ */
 void
 pcs_remove_tablespace_marker(const char *versiondir, bool redo)
 {
-	char	   *path = psprintf("%s/%s", versiondir, PCS_MARKER_FILE);
+	static const char *const files[] = {PCS_RESERVE_FILE, PCS_MARKER_FILE};
 
-	if (unlink(path) < 0 && errno != ENOENT)
-		ereport(redo ? LOG : ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not remove file \"%s\": %m", path)));
-	pfree(path);
+	for (int i = 0; i < lengthof(files); i++)
+	{
+		char	   *path = psprintf("%s/%s", versiondir, files[i]);
+
+		if (unlink(path) < 0 && errno != ENOENT)
+			ereport(redo ? LOG : ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not remove file \"%s\": %m", path)));
+		pfree(path);
+	}
 }
 
 /* ALTER TABLESPACE may not change or reset the compression settings */

@@ -1,0 +1,267 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs_reserve.c
+ *	  Space held back in each compressed tablespace, so that pages already
+ *	  extended can still be written back when its file system is full.
+ *
+ * md.c allocates a block's 8 kB when the relation is extended, so writing
+ * the block back later never needs new space: a full file system is an
+ * ERROR for the statement that extends, and checkpoints, the end-of-recovery
+ * checkpoint and redo go on.  A compressed block takes only what its image
+ * needs; an image that grows (a page filled after its extension, a hint
+ * bit that makes it compress worse) needs new units when it is written
+ * back, possibly by the checkpointer.  Without a reserve, a full file system
+ * then fails every checkpoint, WAL piles up, and after a crash the server
+ * cannot start, because the end-of-recovery checkpoint fails the same way.
+ *
+ * So each compressed tablespace keeps a file of compressed_tablespace_reserve
+ * megabytes of allocated space, PCS_RESERVE_FILE in its version directory.
+ * When a segment cannot grow for want of space (ENOSPC, EDQUOT) while a
+ * block is written back (never while one is extended: that is where md
+ * fails too, and new data must not eat what old data needs), the writer
+ * gives back part of the reserve by truncating the file and tries again.
+ * The checkpointer and the startup process may use all of it; other
+ * processes (backends and the background writer evicting dirty buffers)
+ * only the first half, so that what the next checkpoint needs is kept for
+ * it.  The checkpointer restores the reserve at the end of each checkpoint
+ * or restartpoint, and CREATE TABLESPACE makes it first.
+ *
+ * The reserve is not crash-safe and need not be: an OS crash that loses its
+ * growth leaves a smaller reserve until the next checkpoint.  It is not
+ * WAL-logged either: every server, standbys included, keeps its own.  Base
+ * backups and pg_rewind leave it out, and pg_checksums skips it.
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * IDENTIFICATION
+ *	  src/backend/storage/smgr/pcs_reserve.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog/pg_tablespace_d.h"
+#include "common/relpath.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "storage/pcs.h"
+#include "utils/timestamp.h"
+
+/* compressed_tablespace_reserve: megabytes held back per tablespace */
+int			compressed_tablespace_reserve = 64;
+
+/*
+ * What is given back is rounded up to this: the space a truncation frees
+ * is free for every process on the file system, extensions included, so
+ * the writer gives back little more than it needs.
+ */
+#define PCS_RESERVE_STEP	((off_t) 64 * 1024)
+
+/* How often a process says that it takes from a reserve, at most */
+#define PCS_RESERVE_WARN_MS	60000
+
+/* The configured size of the reserve, in bytes */
+static off_t
+pcs_reserve_target(void)
+{
+	return (off_t) compressed_tablespace_reserve * 1024 * 1024;
+}
+
+/* Path of the reserve of a tablespace */
+static void
+pcs_reserve_path(char *path, Oid spcOid)
+{
+	snprintf(path, MAXPGPATH, "pg_tblspc/%u/%s/%s", spcOid,
+			 TABLESPACE_VERSION_DIRECTORY, PCS_RESERVE_FILE);
+}
+
+/*
+ * Give a file storage up to size bytes; 0 or an error number.  Where the
+ * file system has no fallocate(), zeros are written: only this module
+ * writes the file, and a concurrent truncation only makes it smaller.
+ */
+static int
+pcs_reserve_allocate(int fd, off_t size)
+{
+	int			ret;
+
+	do
+	{
+#if defined(HAVE_POSIX_FALLOCATE)
+		ret = posix_fallocate(fd, 0, size);
+#else
+		ret = EOPNOTSUPP;
+#endif
+	} while (ret == EINTR);
+	if (ret == EOPNOTSUPP || ret == EINVAL)
+	{
+		static const PGIOAlignedBlock zeros;
+		struct stat st;
+		off_t		off;
+
+		if (fstat(fd, &st) != 0)
+			return errno;
+		for (off = st.st_size; off < size; off += BLCKSZ)
+		{
+			ssize_t		len = Min((off_t) BLCKSZ, size - off);
+
+			errno = 0;
+			if (pg_pwrite(fd, zeros.data, len, off) != len)
+				return errno ? errno : ENOSPC;
+		}
+		ret = 0;
+	}
+	return ret;
+}
+
+/*
+ * Make the reserve of the tablespace whose version directory is given
+ * exactly compressed_tablespace_reserve megabytes, creating it if need be.
+ * What fails is reported at elevel (at most WARNING) and changes nothing
+ * else: a full file system is the very case the reserve is for, and it is
+ * restored at a later checkpoint.
+ */
+void
+pcs_reserve_fill(const char *versiondir, int elevel)
+{
+	char		path[MAXPGPATH];
+	off_t		target = pcs_reserve_target();
+	struct stat st;
+	int			fd;
+	int			ret = 0;
+
+	Assert(elevel <= WARNING);
+	snprintf(path, sizeof(path), "%s/%s", versiondir, PCS_RESERVE_FILE);
+	fd = OpenTransientFile(path, O_RDWR | O_CREAT | PG_BINARY);
+	if (fd < 0)
+	{
+		ereport(elevel,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", path)));
+		return;
+	}
+	if (fstat(fd, &st) != 0)
+		ret = errno;
+	else if (st.st_size > target)
+	{
+		if (ftruncate(fd, target) != 0)
+			ret = errno;
+	}
+	else if (st.st_size < target || st.st_blocks * 512 < target)
+	{
+		/* also where a crash lost storage the file had */
+		ret = pcs_reserve_allocate(fd, target);
+		if (ret == 0 && pg_fsync(fd) != 0)
+			ret = errno;
+	}
+	CloseTransientFile(fd);
+
+	if (ret != 0)
+	{
+		errno = ret;
+		ereport(elevel,
+				(errcode_for_file_access(),
+				 errmsg("could not make the reserve \"%s\" %d MB: %m",
+						path, compressed_tablespace_reserve),
+				 errdetail("Pages of compressed relations that need more space when they are written back can use only what is left of the reserve."),
+				 errhint("Free disk space in the tablespace.")));
+	}
+}
+
+/*
+ * Restore the reserve of every compressed tablespace: at the end of each
+ * checkpoint and restartpoint, once the pages it needed space for are
+ * written and synced.
+ */
+void
+pcs_reserve_fill_all(void)
+{
+	DIR		   *dir;
+	struct dirent *de;
+
+	dir = AllocateDir("pg_tblspc");
+	while ((de = ReadDirExtended(dir, "pg_tblspc", LOG)) != NULL)
+	{
+		char		versiondir[MAXPGPATH];
+		char		marker[MAXPGPATH];
+		struct stat st;
+
+		if (strspn(de->d_name, "0123456789") != strlen(de->d_name))
+			continue;
+		snprintf(versiondir, sizeof(versiondir), "pg_tblspc/%s/%s",
+				 de->d_name, TABLESPACE_VERSION_DIRECTORY);
+		snprintf(marker, sizeof(marker), "%s/%s", versiondir,
+				 PCS_MARKER_FILE);
+		if (stat(marker, &st) == 0)
+			pcs_reserve_fill(versiondir, LOG);
+	}
+	FreeDir(dir);
+}
+
+/*
+ * A segment of the tablespace spcOid could not grow by need bytes for want
+ * of space, while a block was being written back: give back part of the
+ * reserve, need bytes where it has them, and say so (once a minute at
+ * most: every write-back on a full file system comes here).  Returns
+ * false when this process may take nothing more from it (the caller then
+ * raises its ERROR).
+ */
+bool
+pcs_reserve_release(Oid spcOid, off_t need)
+{
+	char		path[MAXPGPATH];
+	off_t		target = pcs_reserve_target();
+	off_t		floor;
+	off_t		size;
+	struct stat st;
+	int			fd;
+	static TimestampTz last_warning = 0;
+	TimestampTz now;
+
+	if (spcOid == DEFAULTTABLESPACE_OID || spcOid == GLOBALTABLESPACE_OID)
+		return false;
+
+	/* the checkpointer's share is the second half */
+	floor = (AmCheckpointerProcess() || AmStartupProcess()) ? 0 : target / 2;
+
+	pcs_reserve_path(path, spcOid);
+	fd = OpenTransientFile(path, O_RDWR | PG_BINARY);
+	if (fd < 0)
+		return false;
+	if (fstat(fd, &st) != 0 || st.st_size <= floor)
+	{
+		CloseTransientFile(fd);
+		return false;
+	}
+	need = TYPEALIGN(PCS_RESERVE_STEP, need);
+	size = Max(floor, st.st_size - need);
+	if (ftruncate(fd, size) != 0)
+	{
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not truncate file \"%s\" to %lld bytes: %m",
+						path, (long long) size)));
+		CloseTransientFile(fd);
+		return false;
+	}
+	CloseTransientFile(fd);
+
+	now = GetCurrentTimestamp();
+	if (last_warning != 0 &&
+		!TimestampDifferenceExceeds(last_warning, now, PCS_RESERVE_WARN_MS))
+		return true;
+	last_warning = now;
+	ereport(WARNING,
+			(errcode(ERRCODE_DISK_FULL),
+			 errmsg("file system of tablespace %u is full, compressed pages written back take space from its reserve",
+					spcOid),
+			 errdetail("%lld kB of the reserve are left.",
+					   (long long) (size / 1024)),
+			 errhint("Free disk space in the tablespace; the checkpointer restores the reserve of %d MB when it can.",
+					 compressed_tablespace_reserve)));
+	return true;
+}
