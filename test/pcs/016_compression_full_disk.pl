@@ -228,7 +228,7 @@ SELECT test_pcs_extend_to('f', $far);),
 SKIP:
 {
 	my $smallfs = $ENV{PGSTRATA_SMALLFS};
-	skip 'no small file system of its own (PGSTRATA_SMALLFS; make check mounts one when run by root)', 17
+	skip 'no small file system of its own (PGSTRATA_SMALLFS; make check mounts one when run by root)', 18
 	  unless defined $smallfs;
 
 	my $dir = "$smallfs/ts4";
@@ -245,6 +245,8 @@ CHECKPOINT;
 ));
 	my ($reserve) = glob("$dir/PG_*/pgstrata_reserve");
 	is(-s $reserve, 4 * $mb, 'CREATE TABLESPACE makes the reserve, 4 MB');
+	cmp_ok($node->safe_psql('postgres', "SELECT pg_tablespace_size('small4')"),
+		'<', 2 * $mb, 'pg_tablespace_size() leaves the reserve out');
 
 	# fill the file system up (again: what a write takes from the reserve
 	# beyond its need is free for anybody)

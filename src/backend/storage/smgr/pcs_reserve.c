@@ -29,7 +29,8 @@
  * The reserve is not crash-safe and need not be: an OS crash that loses its
  * growth leaves a smaller reserve until the next checkpoint.  It is not
  * WAL-logged either: every server, standbys included, keeps its own.  Base
- * backups and pg_rewind leave it out, and pg_checksums skips it.
+ * backups, pg_rewind and pg_tablespace_size() leave it out, and
+ * pg_checksums skips it.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
