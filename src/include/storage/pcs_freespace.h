@@ -38,7 +38,7 @@ extern uint32 pcs_shmem_life(void);
 extern void pcs_free_attach(void);
 extern void pcs_free_usage(int32 *runs, int32 *kept, uint64 *forgotten);
 
-extern void pcs_free_units(const PcsFreeKey *key, int shift, uint32 first,
+extern bool pcs_free_units(const PcsFreeKey *key, int shift, uint32 first,
 						   uint32 count, bool reuse_now, bool give_back_now,
 						   File file);
 extern bool pcs_claim_units(const PcsFreeKey *key, uint32 count,

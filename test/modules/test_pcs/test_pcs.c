@@ -211,6 +211,50 @@ test_pcs_free_pool(PG_FUNCTION_ARGS)
 	checks += 5001;
 
 	/*
+	 * Once a megabyte freed since the segment's last fsync waits, the writer
+	 * that freed the last of it, and no other, is asked to fsync the segment
+	 * early; the fsync asks the next megabyte's writer again.
+	 */
+	{
+		const uint32 run = 16;
+		int			runs_per_mb = (int) ((1024 * 1024) >> shift) / run;
+
+		for (int round = 0; round < 2; round++)
+		{
+			int			asked_at = -1;
+			int			asked = 0;
+
+			for (int i = 0; i < 2 * runs_per_mb; i++)
+			{
+				if (pcs_free_units(&key, shift,
+								   200000 + round * 100000 + run * (uint32) i,
+								   run, false, false, -1))
+				{
+					asked++;
+					if (asked_at < 0)
+						asked_at = i;
+				}
+			}
+			test_expect("the writer that makes a megabyte wait is asked to fsync early",
+						asked_at, runs_per_mb - 1);
+			test_expect("and no writer after it, until the fsync", asked, 1);
+			test_expect("they wait for it", test_claim(&key, run), -1);
+			clock = pcs_sync_begin(&tag);
+			pcs_sync_done(&tag, clock, -1);
+			test_expect("after it, they are handed out (merged)",
+						test_claim(&key, run), 200000 + round * 100000);
+			checks += 4;
+			pcs_forget_fork(key.rlocator, InvalidForkNumber);
+		}
+		/* freed while the segment is not written with an fsync: no request */
+		test_expect("units reusable at once never ask for an fsync",
+					pcs_free_units(&key, shift, 900000, PCS_MAX_UNITS, true,
+								   false, -1), false);
+		checks++;
+		(void) test_claim(&key, PCS_MAX_UNITS);
+	}
+
+	/*
 	 * A full pool: a run smaller than any the segment keeps is forgotten, a
 	 * larger one takes the place of the smallest.
 	 */

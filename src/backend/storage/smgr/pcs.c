@@ -2034,6 +2034,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	bool		relocated = false;
 	const PcsDict *dict;
 	int			dict_number = 0;
+	bool		sync_early = false;
 
 	if (extend)
 		pcs_fill_segments_before(reln, forknum, segno, skipFsync);
@@ -2119,8 +2120,9 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		PcsFreeKey	key;
 
 		pcs_free_key(reln, forknum, segno, &key);
-		pcs_free_units(&key, seg->shift, old.first_unit, old.units,
-					   SmgrIsTemp(reln), false, seg->vfd);
+		sync_early = pcs_free_units(&key, seg->shift, old.first_unit,
+									old.units, SmgrIsTemp(reln), false,
+									seg->vfd);
 	}
 
 	if (extend && segblock >= nblocks)
@@ -2131,7 +2133,18 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	}
 
 	if (!skipFsync)
+	{
 		pcs_register_dirty(reln, forknum, segno, seg);
+
+		/*
+		 * Units freed here wait for the segment's next fsync; once a megabyte
+		 * waits, this writer fsyncs it now rather than leave a checkpoint
+		 * interval of rewrites as garbage.  (A caller that skips the fsync
+		 * syncs the fork itself, soon.)
+		 */
+		if (sync_early)
+			pcs_sync_now(reln, forknum, seg, WAIT_EVENT_DATA_FILE_SYNC);
+	}
 }
 
 /*

@@ -79,6 +79,15 @@
  */
 #define PCS_FREE_TIDY_MIN	64
 
+/*
+ * Units freed in a segment wait for its next fsync, normally the
+ * checkpoint's.  Once this much has been freed since its last fsync began,
+ * the writer that frees more fsyncs the segment itself (pcs.c), so that a
+ * segment under an update-heavy load does not carry a checkpoint interval's
+ * worth of its rewrites as garbage.
+ */
+#define PCS_EARLY_SYNC_BYTES	(1024 * 1024)
+
 /* The page size in which holes are punched, and the file system allocates */
 #define PCS_PUNCH_PAGE		4096
 
@@ -109,6 +118,8 @@ typedef struct PcsFreeEntry
 	int			nruns;			/* runs in its lists */
 	int			added;			/* runs added since the lists were tidied */
 	uint64		synced;			/* the clock when its last fsync began */
+	uint32		waiting;		/* units freed to wait since its last fsync */
+	bool		sync_asked;		/* a writer was asked to fsync it early */
 	uint64		nonempty[2];	/* bit n: list n has runs */
 	int32		head[PCS_FREE_LISTS];
 	int32		tail[PCS_FREE_LISTS];
@@ -612,6 +623,8 @@ pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift)
 		entry->shift = shift;
 		entry->synced = 0;
 		entry->added = 0;
+		entry->waiting = 0;
+		entry->sync_asked = false;
 		pcs_free_clear_lists(entry);
 	}
 	return entry;
@@ -634,10 +647,15 @@ pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift)
  * page that moved wait for the fsync instead: md would have overwritten
  * that page in place, and its recovery needs no new space there.
  *
+ * Returns true, to one caller at a time, once PCS_EARLY_SYNC_BYTES have
+ * been freed to wait since the segment's last fsync began: the caller
+ * should then fsync the segment (pcs_sync_now()), if it can, rather than
+ * leave them waiting for the checkpoint.
+ *
  * Called in critical sections (truncation): it neither allocates memory
  * nor raises an ERROR.
  */
-void
+bool
 pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 			   bool reuse_now, bool give_back_now, File file)
 {
@@ -646,9 +664,10 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 	PcsFreeEntry *entry;
 	uint64		clock = 0;
 	bool		punched;
+	bool		sync_early = false;
 
 	if (count == 0)
-		return;
+		return false;
 	if (!enableFsync)
 		reuse_now = true;
 
@@ -677,10 +696,18 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 	if (entry != NULL)
 	{
 		pcs_free_add_run(entry, first, count, clock, punched, file);
+		if (clock != 0)
+		{
+			entry->waiting = Min((uint64) entry->waiting + count, PG_UINT32_MAX);
+			if (!entry->sync_asked &&
+				((uint64) entry->waiting << shift) >= PCS_EARLY_SYNC_BYTES)
+				entry->sync_asked = sync_early = true;
+		}
 		if (entry->nruns == 0)
 			pcs_free_drop_entry(entry, hashcode);
 	}
 	LWLockRelease(lock);
+	return sync_early;
 }
 
 /*
@@ -875,6 +902,9 @@ pcs_sync_done(const FileTag *ftag, uint64 clock, File file)
 	if (entry != NULL)
 	{
 		entry->synced = Max(entry->synced, clock);
+		/* what was freed since this fsync began still waits: a hint only */
+		entry->waiting = 0;
+		entry->sync_asked = false;
 		/* runs that may now be reused go first in their lists */
 		pcs_free_tidy(entry, file);
 		if (entry->nruns == 0)
