@@ -236,6 +236,108 @@ pcs_current_generation(void)
 }
 
 /*
+ * Is the file open as fd, of size bytes, a segment 0 whose creation an
+ * operating system crash interrupted after the file was sized to its data
+ * area, before its header reached disk?
+ *
+ * pcs_init_segment_file() writes the header, sizes the file and fsyncs it;
+ * until the fsync the kernel may write the new size back without the
+ * header, and a crash then leaves a file of exactly PCS_DATA_OFFSET bytes,
+ * all zeros.  Read by its first bytes, that used to be an md fork of 256
+ * zero pages and half a page: redo of the fork's creation left it so, and
+ * redo and everything after wrote the relation's blocks at md offsets after
+ * those pages, so a table created in a compressed tablespace silently
+ * became an uncompressed one with 2 MB of empty pages (pcs/022).  Such a
+ * file holds nothing, read either way: no header, no map entry, no image,
+ * and as an md fork only zero pages; nothing is lost by taking it for an
+ * empty fork, whose creation redo then completes and whose next extension
+ * starts from an empty file (pcs_forget_blank_file()).  The whole file is
+ * checked, not only the header: md never leaves a file of this size
+ * (it is not a multiple of BLCKSZ) except after a torn extension, and an md
+ * fork of this size whose first page happens to be zeros must not be
+ * mistaken for an empty one.  Only the parts of the file that hold data
+ * are read (SEEK_DATA): such a file is usually all a hole.
+ */
+static bool
+pcs_first_segment_is_blank(int fd, off_t size)
+{
+	PGAlignedBlock buf;
+	off_t		pos = 0;
+
+	if (size != PCS_DATA_OFFSET)
+		return false;
+	while (pos < size)
+	{
+		off_t		data = pos;
+		off_t		hole = size;
+
+#if defined(SEEK_DATA) && defined(SEEK_HOLE)
+		data = lseek(fd, pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break;				/* nothing but holes up to the end of file */
+		if (data < 0)
+			data = pos;			/* not supported here: read it all */
+		else
+		{
+			hole = lseek(fd, data, SEEK_HOLE);
+			if (hole < 0 || hole > size)
+				hole = size;
+		}
+#endif
+		for (pos = data; pos < hole;)
+		{
+			int			len = (int) Min((off_t) BLCKSZ, hole - pos);
+			int			nread = pg_pread(fd, buf.data, len, pos);
+
+			if (nread <= 0)
+				return false;	/* let the reader report it */
+			for (int i = 0; i < nread; i++)
+			{
+				if (buf.data[i] != 0)
+					return false;
+			}
+			pos += nread;
+		}
+	}
+	return true;
+}
+
+/*
+ * Before the first extension of a fork found empty, make an all-zero
+ * segment 0 (pcs_first_segment_is_blank()) empty again, so that md.c
+ * extends it from its first byte: written at md offsets over a file of
+ * PCS_DATA_OFFSET bytes, its blocks would come after 256 zero pages that
+ * nobody wrote.  The caller holds the relation's extension lock, or is the
+ * startup process; a reader that looks at the file meanwhile sees an empty
+ * fork either way.
+ */
+static void
+pcs_forget_blank_file(SMgrRelation reln, ForkNumber forknum)
+{
+	char	   *path;
+	int			fd;
+	struct stat st;
+
+	/* cached: md or compressed; an empty fork's format is never cached */
+	if (reln->pcs_format[forknum] != PCS_FORMAT_UNKNOWN)
+		return;
+	path = PGSTRATA_RELPATH(reln->smgr_rlocator, forknum);
+	fd = OpenTransientFile(path, O_RDWR | PG_BINARY);
+	if (fd < 0)
+	{
+		pfree(path);
+		return;					/* md.c reports what is wrong */
+	}
+	if (fstat(fd, &st) == 0 && pcs_first_segment_is_blank(fd, st.st_size) &&
+		ftruncate(fd, 0) < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not truncate file \"%s\": %m", path)));
+	CloseTransientFile(fd);
+	pfree(path);
+}
+
+/*
  * Find out whether a fork is compressed, from the first bytes of its
  * segment 0, and remember the answer.  A fork whose file does not exist yet
  * stays unknown, and md.c decides what that means; one whose file is empty
@@ -249,6 +351,7 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 	int			fd;
 	int			nread;
 	struct stat st;
+	bool		blank;
 
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
 	if (fd < 0)
@@ -265,6 +368,8 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not read file \"%s\": %m", path)));
+	blank = nread == sizeof(magic) && magic == 0 &&
+		pcs_first_segment_is_blank(fd, st.st_size);
 	CloseTransientFile(fd);
 	pfree(path);
 
@@ -288,6 +393,14 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 	 * than the data area is reported as damaged when it is opened.
 	 */
 	if (magic == PCS_MAGIC && st.st_size == PCS_HEADER_SIZE)
+		return PCS_FORMAT_EMPTY;
+
+	/*
+	 * And after an operating system crash that kept the file's size and lost
+	 * its header: a file of exactly the data area's size, all zeros
+	 * (pcs_first_segment_is_blank()).
+	 */
+	if (blank)
 		return PCS_FORMAT_EMPTY;
 
 	reln->pcs_format[forknum] =
@@ -2247,6 +2360,7 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 	int			level;
 	char	   *path;
 	File		vfd;
+	off_t		size;
 
 	if (!pcs_tablespace_settings(reln->smgr_rlocator.locator.spcOid,
 								 &algorithm, &level) &&
@@ -2272,7 +2386,22 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", path)));
-	if (FileSize(vfd) == 0)
+	size = FileSize(vfd);
+	if (size > 0 && pcs_first_segment_is_blank(FileGetRawDesc(vfd), size))
+	{
+		/*
+		 * Redo of the creation of a fork that an operating system crash left
+		 * sized but without its header: empty it, then make it as if new, so
+		 * that a reader meanwhile sees an empty fork, never a blank header
+		 * in a file of full size.
+		 */
+		if (FileTruncate(vfd, 0, WAIT_EVENT_DATA_FILE_TRUNCATE) < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not truncate file \"%s\": %m", path)));
+		size = 0;
+	}
+	if (size == 0)
 		pcs_init_segment_file(vfd, 0, algorithm, level, !SmgrIsTemp(reln));
 	FileClose(vfd);
 	pfree(path);
@@ -2305,6 +2434,7 @@ pcs_extend(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 {
 	if (!pcs_is_compressed(reln, forknum))
 	{
+		pcs_forget_blank_file(reln, forknum);
 		mdextend(reln, forknum, blocknum, buffer, skipFsync);
 		return;
 	}
@@ -2323,6 +2453,7 @@ pcs_zeroextend(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 
 	if (!pcs_is_compressed(reln, forknum))
 	{
+		pcs_forget_blank_file(reln, forknum);
 		mdzeroextend(reln, forknum, blocknum, nblocks, skipFsync);
 		return;
 	}
