@@ -2392,8 +2392,8 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 		/*
 		 * Redo of the creation of a fork that an operating system crash left
 		 * sized but without its header: empty it, then make it as if new, so
-		 * that a reader meanwhile sees an empty fork, never a blank header
-		 * in a file of full size.
+		 * that a reader meanwhile sees an empty fork, never a blank header in
+		 * a file of full size.
 		 */
 		if (FileTruncate(vfd, 0, WAIT_EVENT_DATA_FILE_TRUNCATE) < 0)
 			ereport(ERROR,
@@ -2729,9 +2729,9 @@ pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
 		elog(ERROR, "read crossing segment boundary");
 
 	/*
-	 * An error here (a damaged page) leaves the handle unstaged, as an
-	 * error of md.c's in opening the segment does; the resource owner
-	 * releases it and the buffers' I/O.
+	 * An error here (a damaged page) leaves the handle unstaged, as an error
+	 * of md.c's in opening the segment does; the resource owner releases it
+	 * and the buffers' I/O.
 	 */
 	pcs_readv(reln, forknum, blocknum, buffers, nblocks);
 
