@@ -111,8 +111,11 @@ sub torn_case
 	my $expected = block_rows($table, $block);
 	my $expected_all = $node->safe_psql('postgres',
 		"SELECT count(*), md5(string_agg(id || ':' || v, ',' ORDER BY id)) FROM $table");
-	cmp_ok($node->safe_psql('postgres', 'SELECT wal_fpi FROM pg_stat_wal'),
-		'>', $fpi_before, "$label: the change wrote a full-page image");
+	# the changing session reports its WAL statistics as it exits, which
+	# may be after psql has returned
+	ok( $node->poll_query_until(
+			'postgres', "SELECT wal_fpi > $fpi_before FROM pg_stat_wal"),
+		"$label: the change wrote a full-page image");
 	is(evict($table, $block), '0', "$label: the changed block was written out");
 	my $new = PgStrata::PcsFile::read_bytes($path);
 
