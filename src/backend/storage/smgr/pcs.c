@@ -236,75 +236,8 @@ pcs_current_generation(void)
 }
 
 /*
- * Is the file open as fd, of size bytes, a segment 0 whose creation an
- * operating system crash interrupted after the file was sized to its data
- * area, before its header reached disk?
- *
- * pcs_init_segment_file() writes the header, sizes the file and fsyncs it;
- * until the fsync the kernel may write the new size back without the
- * header, and a crash then leaves a file of exactly PCS_DATA_OFFSET bytes,
- * all zeros.  Read by its first bytes, that used to be an md fork of 256
- * zero pages and half a page: redo of the fork's creation left it so, and
- * redo and everything after wrote the relation's blocks at md offsets after
- * those pages, so a table created in a compressed tablespace silently
- * became an uncompressed one with 2 MB of empty pages (pcs/022).  Such a
- * file holds nothing, read either way: no header, no map entry, no image,
- * and as an md fork only zero pages; nothing is lost by taking it for an
- * empty fork, whose creation redo then completes and whose next extension
- * starts from an empty file (pcs_forget_blank_file()).  The whole file is
- * checked, not only the header: md never leaves a file of this size
- * (it is not a multiple of BLCKSZ) except after a torn extension, and an md
- * fork of this size whose first page happens to be zeros must not be
- * mistaken for an empty one.  Only the parts of the file that hold data
- * are read (SEEK_DATA): such a file is usually all a hole.
- */
-static bool
-pcs_first_segment_is_blank(int fd, off_t size)
-{
-	PGAlignedBlock buf;
-	off_t		pos = 0;
-
-	if (size != PCS_DATA_OFFSET)
-		return false;
-	while (pos < size)
-	{
-		off_t		data = pos;
-		off_t		hole = size;
-
-#if defined(SEEK_DATA) && defined(SEEK_HOLE)
-		data = lseek(fd, pos, SEEK_DATA);
-		if (data < 0 && errno == ENXIO)
-			break;				/* nothing but holes up to the end of file */
-		if (data < 0)
-			data = pos;			/* not supported here: read it all */
-		else
-		{
-			hole = lseek(fd, data, SEEK_HOLE);
-			if (hole < 0 || hole > size)
-				hole = size;
-		}
-#endif
-		for (pos = data; pos < hole;)
-		{
-			int			len = (int) Min((off_t) BLCKSZ, hole - pos);
-			int			nread = pg_pread(fd, buf.data, len, pos);
-
-			if (nread <= 0)
-				return false;	/* let the reader report it */
-			for (int i = 0; i < nread; i++)
-			{
-				if (buf.data[i] != 0)
-					return false;
-			}
-			pos += nread;
-		}
-	}
-	return true;
-}
-
-/*
  * Before the first extension of a fork found empty, make an all-zero
- * segment 0 (pcs_first_segment_is_blank()) empty again, so that md.c
+ * segment 0 (pcs_segment0_is_blank()) empty again, so that md.c
  * extends it from its first byte: written at md offsets over a file of
  * PCS_DATA_OFFSET bytes, its blocks would come after 256 zero pages that
  * nobody wrote.  The caller holds the relation's extension lock, or is the
@@ -328,7 +261,7 @@ pcs_forget_blank_file(SMgrRelation reln, ForkNumber forknum)
 		pfree(path);
 		return;					/* md.c reports what is wrong */
 	}
-	if (fstat(fd, &st) == 0 && pcs_first_segment_is_blank(fd, st.st_size) &&
+	if (fstat(fd, &st) == 0 && pcs_segment0_is_blank(fd, st.st_size) &&
 		ftruncate(fd, 0) < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -369,7 +302,7 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 				(errcode_for_file_access(),
 				 errmsg("could not read file \"%s\": %m", path)));
 	blank = nread == sizeof(magic) && magic == 0 &&
-		pcs_first_segment_is_blank(fd, st.st_size);
+		pcs_segment0_is_blank(fd, st.st_size);
 	CloseTransientFile(fd);
 	pfree(path);
 
@@ -398,7 +331,7 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 	/*
 	 * And after an operating system crash that kept the file's size and lost
 	 * its header: a file of exactly the data area's size, all zeros
-	 * (pcs_first_segment_is_blank()).
+	 * (pcs_segment0_is_blank()).
 	 */
 	if (blank)
 		return PCS_FORMAT_EMPTY;
@@ -2387,7 +2320,7 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 				(errcode_for_file_access(),
 				 errmsg("could not open file \"%s\": %m", path)));
 	size = FileSize(vfd);
-	if (size > 0 && pcs_first_segment_is_blank(FileGetRawDesc(vfd), size))
+	if (size > 0 && pcs_segment0_is_blank(FileGetRawDesc(vfd), size))
 	{
 		/*
 		 * Redo of the creation of a fork that an operating system crash left

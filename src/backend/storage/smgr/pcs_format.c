@@ -31,6 +31,8 @@
 #include "postgres_fe.h"
 #endif
 
+#include <unistd.h>
+
 #include "port/pg_crc32c.h"
 #include "storage/pcs_format.h"
 
@@ -602,4 +604,72 @@ pcs_data_crc(const char *data, int len)
 	COMP_CRC32C(crc, data, len);
 	FIN_CRC32C(crc);
 	return crc;
+}
+
+/*
+ * Is the file open as fd, of size bytes, a segment 0 whose creation an
+ * operating system crash interrupted after the file was sized to its data
+ * area, before its header reached disk?
+ *
+ * pcs_init_segment_file() writes the header, sizes the file and fsyncs it;
+ * until the fsync the kernel may write the new size back without the
+ * header, and a crash then leaves a file of exactly PCS_DATA_OFFSET bytes,
+ * all zeros.  Read by its first bytes, that used to be an md fork of 256
+ * zero pages and half a page: redo of the fork's creation left it so, and
+ * redo and everything after wrote the relation's blocks at md offsets after
+ * those pages, so a table created in a compressed tablespace silently
+ * became an uncompressed one with 2 MB of empty pages (pcs/022).  Such a
+ * file holds nothing, read either way: no header, no map entry, no image,
+ * and as an md fork only zero pages; nothing is lost by taking it for an
+ * empty fork, whose creation redo then completes and whose next extension
+ * starts from an empty file (pcs.c, pcs_forget_blank_file()); pg_checksums
+ * skips it.  The whole file is checked, not only the header: md never
+ * leaves a file of this size (it is not a multiple of BLCKSZ) except after
+ * a torn extension, and an md fork of this size whose first page happens to
+ * be zeros must not be mistaken for an empty one.  Only the parts of the
+ * file that hold data are read (SEEK_DATA): such a file is usually all a
+ * hole.
+ */
+bool
+pcs_segment0_is_blank(int fd, off_t size)
+{
+	PGAlignedBlock buf;
+	off_t		pos = 0;
+
+	if (size != PCS_DATA_OFFSET)
+		return false;
+	while (pos < size)
+	{
+		off_t		data = pos;
+		off_t		hole = size;
+
+#if defined(SEEK_DATA) && defined(SEEK_HOLE)
+		data = lseek(fd, pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break;				/* nothing but holes up to the end of file */
+		if (data < 0)
+			data = pos;			/* not supported here: read it all */
+		else
+		{
+			hole = lseek(fd, data, SEEK_HOLE);
+			if (hole < 0 || hole > size)
+				hole = size;
+		}
+#endif
+		for (pos = data; pos < hole;)
+		{
+			int			len = (int) Min((off_t) BLCKSZ, hole - pos);
+			int			nread = pg_pread(fd, buf.data, len, pos);
+
+			if (nread <= 0)
+				return false;	/* let the reader report it */
+			for (int i = 0; i < nread; i++)
+			{
+				if (buf.data[i] != 0)
+					return false;
+			}
+			pos += nread;
+		}
+	}
+	return true;
 }
