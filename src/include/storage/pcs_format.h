@@ -565,6 +565,8 @@ extern int64 pcs_stored_bytes(PcsAlgorithm algorithm, int level, int shift,
 							  const char *pages, int npages,
 							  const PcsDict *dict);
 extern uint32 pcs_data_crc(const char *data, int len);
+extern bool pcs_next_data_range(int fd, off_t pos, off_t end, off_t *data,
+								off_t *hole);
 extern bool pcs_segment0_is_blank(int fd, off_t size);
 
 #endif							/* PCS_FORMAT_H */

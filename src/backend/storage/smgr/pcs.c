@@ -1047,23 +1047,10 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 
 	while (pos < end)
 	{
-		off_t		data = pos;
-		off_t		hole = end;
+		off_t		data;
+		off_t		hole;
 
-#if defined(SEEK_DATA) && defined(SEEK_HOLE)
-		data = lseek(fd, pos, SEEK_DATA);
-		if (data < 0 && errno == ENXIO)
-			break;				/* nothing but holes up to the end of file */
-		if (data < 0)
-			data = pos;			/* not supported here: read it all */
-		else
-		{
-			hole = lseek(fd, data, SEEK_HOLE);
-			if (hole < 0 || hole > end)
-				hole = end;
-		}
-#endif
-		if (data >= end)
+		if (!pcs_next_data_range(fd, pos, end, &data, &hole))
 			break;
 		for (off_t b = (data - PCS_MAP_OFFSET) / sizeof(PcsMapEntry);
 			 b < (hole - PCS_MAP_OFFSET + sizeof(PcsMapEntry) - 1) / sizeof(PcsMapEntry);
