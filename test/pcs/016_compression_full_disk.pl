@@ -165,6 +165,21 @@ $node->safe_psql('postgres', 'CHECKPOINT');
 is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('g')"),
 	'0', 'and written by the checkpointer, which has no limit');
 
+# fill_up(DIR): fill the file system of DIR up, adding to DIR/filler, in
+# steps of a page; returns the filler's path
+sub fill_up
+{
+	my ($dir) = @_;
+	my $filler = "$dir/filler";
+	open(my $fh, '>>', $filler) or die "open $filler: $!";
+	binmode $fh;
+	my $chunk = 'x' x 4096;
+	while (syswrite($fh, $chunk)) { }
+	close($fh);
+	note 'file system filled: ' . `df -k $dir | tail -1`;
+	return $filler;
+}
+
 # 3. A full file system
 SKIP:
 {
@@ -184,14 +199,7 @@ CREATE TABLE f (id int, v text) TABLESPACE small;
 INSERT INTO f SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
 CHECKPOINT;
 ));
-	# fill the file system up
-	my $filler = "$smallfs/filler";
-	open(my $fh, '>', $filler) or die "open $filler: $!";
-	binmode $fh;
-	my $chunk = 'x' x 65536;
-	while (syswrite($fh, $chunk)) { }
-	close($fh);
-	note 'file system filled: ' . `df -k $smallfs | tail -1`;
+	my $filler = fill_up($smallfs);
 
 	# a page whose map entry lies in a part of the map that is a hole
 	my $far = 256 * 7 + 5;
@@ -248,18 +256,7 @@ CHECKPOINT;
 	cmp_ok($node->safe_psql('postgres', "SELECT pg_tablespace_size('small4')"),
 		'<', 2 * $mb, 'pg_tablespace_size() leaves the reserve out');
 
-	# fill the file system up (again: what a write takes from the reserve
-	# beyond its need is free for anybody)
-	my $filler = "$smallfs/filler";
-	my $fill = sub {
-		open(my $fh, '>>', $filler) or die "open $filler: $!";
-		binmode $fh;
-		my $chunk = 'x' x 4096;
-		while (syswrite($fh, $chunk)) { }
-		close($fh);
-		note 'file system filled: ' . `df -k $smallfs | tail -1`;
-	};
-	$fill->();
+	my $filler = fill_up($smallfs);
 
 	# Rows that compress worse: each page's image grows from one unit to
 	# five, 2.5 MB in all.
@@ -295,8 +292,9 @@ WHERE relfilenode = pg_relation_filenode('w') AND isdirty AND $evicted));
 	# Extending the table past the parts of the map that exist (its map
 	# covers 1,024 blocks in four 4 kB pages): zero-extension reads the
 	# map's entries, and on a full tmpfs reading a hole through the mapping
-	# used to kill the backend with SIGBUS.
-	$fill->();
+	# used to kill the backend with SIGBUS.  (Fill up again: what a write
+	# takes from the reserve beyond its need is free for anybody.)
+	fill_up($smallfs);
 	$node->safe_psql('postgres', q(
 INSERT INTO w SELECT g, repeat('b', 300) FROM generate_series(9001, 10000) g;
 INSERT INTO w_ledger SELECT * FROM w WHERE id > 9000;
