@@ -163,10 +163,15 @@ nowcc_tests()
 {
 	echo "$nowcc" | awk -v d="$1" '$1 == d { printf "%s ", $2 }'
 }
-# count_skips PREFIX: the scripts left out under directories PREFIX*
+# count_skips PREFIX: the scripts left out under directories PREFIX* (those
+# the release under test has: a line may name a script of 18 only)
 count_skips()
 {
-	skipped_scripts=$((skipped_scripts + $(echo "$skips" | grep -c "^$1")))
+	local d s
+	while read -r d s; do
+		[ -e "$BUILD_ROOT/postgresql/$d/$s" ] &&
+			skipped_scripts=$((skipped_scripts + 1))
+	done < <(echo "$skips" | grep "^$1")
 }
 
 # The proof that the suites stored their relations compressed: one more
