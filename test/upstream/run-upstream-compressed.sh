@@ -160,7 +160,7 @@ for d in $tap_diffs; do
 		exit 2
 	fi
 done
-if [ -n "$tap_diffs" ]; then
+if [ -n "$tap_diffs" ] && echo " $SUITES " | grep -qE ' (contrib|recovery) '; then
 	export PCS_PAGE=$LOGDIR/pcs_page
 	pgc=$PG_INSTALL/bin/pg_config
 	# shellcheck disable=SC2046,SC2086
