@@ -6,7 +6,9 @@
 #   2. the same suites in the assert-enabled build (build/install-cassert),
 #      where a failed assertion in any server fails the run;
 #   3. upstream's check-world against the release build
-#      (test/upstream/run-upstream.sh); PGSTRATA_SKIP_UPSTREAM=1 leaves it out.
+#      (test/upstream/run-upstream.sh); PGSTRATA_SKIP_UPSTREAM=1 leaves it out;
+#   4. with PGSTRATA_CHECK_18=1, the project's suites in PostgreSQL 18's
+#      release build (build/18/install, what make PG=18 check-quick runs).
 #
 # Every part runs even when an earlier one failed, so one run shows every
 # failure.  Ends with one line per part and the wall time of the whole run.
@@ -35,6 +37,9 @@ part release "$TOP/test/run-checks.sh"
 part cassert env PGSTRATA_FLAVOUR=cassert "$TOP/test/run-checks.sh"
 if [ "${PGSTRATA_SKIP_UPSTREAM:-}" != 1 ]; then
 	part upstream "$TOP/test/upstream/run-upstream.sh"
+fi
+if [ "${PGSTRATA_CHECK_18:-}" = 1 ]; then
+	part release-18 env PGSTRATA_PG=18 "$TOP/test/run-checks.sh"
 fi
 
 echo

@@ -40,7 +40,10 @@
 # files, or not with wal_consistency_checking, are listed with their class
 # and reason in test/upstream/compressed/tap-exceptions.txt: the first are
 # left out by name (PROVE_TESTS) and counted as skipped, the second run in a
-# second pass without wal_consistency_checking.
+# second pass without wal_consistency_checking.  A TAP script that damages
+# pages at md offsets may instead have an accepted diff,
+# compressed/diffs-18/<directory>/t/<script>.diff, which makes it go through
+# compressed/pcs_page.c; it runs from a patched copy (see below).
 #
 # Called by `make check-upstream-compressed`.  Environment:
 #   SUITES       which suites (default: "regress isolation contrib recovery")
@@ -140,21 +143,52 @@ overlay()
 regress_expected=$(overlay regress src/test/regress) || exit 2
 cp "$HERE/regress/expected/pcs_forced_check.out" "$regress_expected/expected/"
 contrib_expected=$(overlay contrib $(cd "$DIFFS" && ls -d contrib/*)) || exit 2
-chmod -R a+rX "$LOGDIR/expected"
+
+# TAP scripts that damage pages at md offsets and have an accepted diff,
+# DIFFS/<directory>/t/<script>.diff, run from a patched copy of upstream's
+# script, LOGDIR/tap/<directory>/t/<script>, in which the page goes through
+# pcs_page (compressed/pcs_page.c: reads and stores one page of a
+# compressed file), built here and found by the scripts as PCS_PAGE.
+tap_diffs=$(cd "$DIFFS" && find . -path '*/t/*.pl.diff' | sed 's|^\./||' | sort)
+for d in $tap_diffs; do
+	dir=${d%/t/*}
+	script=t/$(basename "$d" .diff)
+	mkdir -p "$LOGDIR/tap/$dir/t"
+	if ! patch -s -o "$LOGDIR/tap/$dir/$script" \
+		"$BUILD_ROOT/postgresql/$dir/$script" <"$DIFFS/$d"; then
+		echo "error: $DIFFS/$d does not apply to upstream's $dir/$script" >&2
+		exit 2
+	fi
+done
+if [ -n "$tap_diffs" ] && echo " $SUITES " | grep -qE ' (contrib|recovery) '; then
+	export PCS_PAGE=$LOGDIR/pcs_page
+	pgc=$PG_INSTALL/bin/pg_config
+	# shellcheck disable=SC2046,SC2086
+	gcc -O2 $("$pgc" --cppflags) -I"$TOP/src/include" -I"$("$pgc" --includedir-server)" \
+		-o "$PCS_PAGE" "$HERE/pcs_page.c" $PCS_FORMAT_SOURCES "$TOP/test/common/pcs_frontend.c" \
+		-L"$("$pgc" --libdir)" -lpgcommon -lpgport -lzstd -llz4 || exit 2
+fi
+chmod -R a+rX "$LOGDIR/expected" "$LOGDIR/tap" "$LOGDIR"/pcs_page 2>/dev/null
 
 # TAP scripts run differently: "DIRECTORY SCRIPT CLASS REASON" lines
 skips=$(grep -v '^#' "$HERE/tap-exceptions.txt" | awk '$3 == "skip" { print $1, $2 }')
 nowcc=$(grep -v '^#' "$HERE/tap-exceptions.txt" | awk '$3 == "no-wcc" { print $1, $2 }')
 
 # prove_tests DIR: the TAP scripts of DIR (relative to the build tree)
-# without the exceptions (the skipped ones count as skipped)
+# without the exceptions (the skipped ones count as skipped), the patched
+# copies by their absolute paths
 skipped_scripts=0
 prove_tests()
 {
 	local f out=()
 	for f in "$BUILD_ROOT/postgresql/$1"/t/*.pl; do
 		f=t/$(basename "$f")
-		printf '%s\n%s\n' "$skips" "$nowcc" | grep -qxF "$1 $f" || out+=("$f")
+		printf '%s\n%s\n' "$skips" "$nowcc" | grep -qxF "$1 $f" && continue
+		if [ -e "$LOGDIR/tap/$1/$f" ]; then
+			out+=("$LOGDIR/tap/$1/$f")
+		else
+			out+=("$f")
+		fi
 	done
 	echo "${out[*]}"
 }
@@ -163,10 +197,15 @@ nowcc_tests()
 {
 	echo "$nowcc" | awk -v d="$1" '$1 == d { printf "%s ", $2 }'
 }
-# count_skips PREFIX: the scripts left out under directories PREFIX*
+# count_skips PREFIX: the scripts left out under directories PREFIX* (those
+# the release under test has: a line may name a script of 18 only)
 count_skips()
 {
-	skipped_scripts=$((skipped_scripts + $(echo "$skips" | grep -c "^$1")))
+	local d s
+	while read -r d s; do
+		[ -e "$BUILD_ROOT/postgresql/$d/$s" ] &&
+			skipped_scripts=$((skipped_scripts + 1))
+	done < <(echo "$skips" | grep "^$1")
 }
 
 # The proof that the suites stored their relations compressed: one more
@@ -257,10 +296,12 @@ run_isolation()
 run_contrib()
 {
 	local all skipdirs m rc=0
-	# the modules with scripts left out run alone, without them
+	# the modules with scripts left out or patched run alone, without them
+	# or with the patched copies
 	all=$(env -u MAKEFLAGS make -s --no-print-directory -C "$OBJ/contrib" -f Makefile \
 		-f <(printf 'print-subdirs:\n\t@echo $(SUBDIRS)\n') print-subdirs)
-	skipdirs=$(echo "$skips" | awk '$1 ~ /^contrib\// { sub(/^contrib\//, "", $1); print $1 }' | sort -u)
+	skipdirs=$( (echo "$skips" | awk '{ print $1 }'; echo "$tap_diffs" | sed 's|/t/.*||') |
+		awk '$1 ~ /^contrib\// { sub(/^contrib\//, "", $1); print $1 }' | sort -u)
 	pgmake "$LOGDIR/contrib.log" -C "$OBJ/contrib" -k -j"$JOBS" check \
 		NO_TEMP_INSTALL=1 TEMP_CONFIG="$conf" \
 		EXTRA_REGRESS_OPTS="--expecteddir=$contrib_expected" \
