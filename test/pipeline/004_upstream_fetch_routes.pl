@@ -177,6 +177,8 @@ ok(!-e "$r[3]/$tarball", 'damaged: nothing is cached');
 	local $ENV{PGSTRATA_OFFLINE} = '1';
 	local $ENV{PGSTRATA_UPSTREAM} = "$tmp/UPSTREAM";
 	local $ENV{PGSTRATA_CACHE} = "$tmp/cache0";
+	# a tarball the user names comes before the cache (make exports it)
+	delete local $ENV{PG_TARBALL_FILE};
 	my ($out, $err) = ('', '');
 	IPC::Run::run [ 'bash', $fetch ], '>', \$out, '2>', \$err;
 	is($? >> 8, 0, 'offline: the cached tarball is used');
