@@ -33,6 +33,7 @@
 #include "commands/defrem.h"
 #include "commands/tablespace.h"
 #include "common/relpath.h"
+#include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/pcs.h"
 #include "storage/pcs_freespace.h"
@@ -169,6 +170,16 @@ pcs_check_tablespace_options(Datum options, PcsAlgorithm *algorithm,
 				 errmsg("option \"compression_level\" requires compression = 'zstd'")));
 
 	if (*algorithm == PCS_ALGO_NONE)
+		return;
+
+	/*
+	 * pg_upgrade runs the new cluster with full_page_writes off while it
+	 * restores the old cluster's tablespaces; nothing it writes then needs
+	 * to survive a crash (a failed upgrade starts again from the old
+	 * cluster), and once it has finished the server keeps both settings in
+	 * effect (pcs_enforce_startup_settings()).
+	 */
+	if (IsBinaryUpgrade)
 		return;
 
 	if (!fullPageWrites)
