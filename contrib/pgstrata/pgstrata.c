@@ -107,7 +107,7 @@ pgstrata_fork_stats(SMgrRelation reln, ForkNumber forknum,
 
 		for (BlockNumber b = 0; b < v.nblocks; b++)
 		{
-			const PcsMapEntry *entry = &v.map[b];
+			const PcsMapEntry *entry = pcs_entry_slot(v.header, b);
 
 			if (pcs_entry_is_empty(entry))
 			{

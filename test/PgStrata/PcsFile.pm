@@ -39,12 +39,15 @@ use warnings FATAL => 'all';
 use Exporter 'import';
 
 our @EXPORT_OK = qw(MAGIC FORMAT_VERSION HEADER_SIZE MAP_OFFSET ENTRY_SIZE
+  HEADER_ENTRIES HEADER_ENTRIES_OFFSET
   RELSEG_SIZE DATA_OFFSET UNIT_SIZE ALLOC_OFFSET GENERATION_OFFSET
   NBLOCKS_OFFSET NBLOCKS2_OFFSET);
 
 use constant {
 	MAGIC => pack('H*', '50435331ffffff7f'),
-	FORMAT_VERSION => 3,
+	FORMAT_VERSION => 4,
+	HEADER_ENTRIES => 96,       # format 4: entries of blocks 0-95 in the
+	HEADER_ENTRIES_OFFSET => 2560,    # header's sectors 5 to 7
 	HEADER_SIZE => 4096,
 	MAP_OFFSET => 4096,
 	ENTRY_SIZE => 16,
@@ -285,14 +288,20 @@ sub entry
 {
 	my ($path, $block) = @_;
 	return parse_entry(
-		read_bytes($path, MAP_OFFSET + ENTRY_SIZE * $block, ENTRY_SIZE));
+		read_bytes($path, entry_offset($block, header($path)->{version}),
+			ENTRY_SIZE));
 }
 
-# entry_offset(BLOCK), image_offset(ENTRY): where a block's entry, and
-# the image an entry points to, lie in the file
+# entry_offset(BLOCK [, VERSION]), image_offset(ENTRY): where a block's
+# entry lies in a segment of that format version (default: the current
+# one, whose first HEADER_ENTRIES blocks have theirs in the header), and
+# where the image an entry points to lies
 sub entry_offset
 {
-	my ($block) = @_;
+	my ($block, $version) = @_;
+	$version //= FORMAT_VERSION;
+	return HEADER_ENTRIES_OFFSET + ENTRY_SIZE * $block
+	  if $version >= 4 && $block < HEADER_ENTRIES;
 	return MAP_OFFSET + ENTRY_SIZE * $block;
 }
 
@@ -321,6 +330,10 @@ sub entries
 {
 	my ($path) = @_;
 	my $map = read_bytes($path, MAP_OFFSET, RELSEG_SIZE * ENTRY_SIZE);
+	# format 4: the first blocks' entries are in the header
+	substr($map, 0, HEADER_ENTRIES * ENTRY_SIZE) =
+	  read_bytes($path, HEADER_ENTRIES_OFFSET, HEADER_ENTRIES * ENTRY_SIZE)
+	  if header($path)->{version} >= 4;
 	my @out;
 	for my $b (0 .. length($map) / ENTRY_SIZE - 1)
 	{
@@ -331,7 +344,7 @@ sub entries
 	return @out;
 }
 
-# to_format_2(PATH): rewrite a format 3 segment of a stopped server as the
+# to_format_2(PATH): rewrite a format 3 or 4 segment of a stopped server as the
 # format 2 file an earlier build would have made of the same pages: the
 # shared words in the first sector, one copy of the block count, images in
 # 512-byte units.  For tests that format 2 segments stay readable and
@@ -340,7 +353,7 @@ sub to_format_2
 {
 	my ($path) = @_;
 	my $h = header($path);
-	die "$path is not of format 3" unless $h->{version} == 3;
+	die "$path is not of format 3 or 4" unless $h->{version} >= 3;
 	die "$path has compression dictionaries, which format 2 cannot hold"
 	  if %{ $h->{dictionaries} };
 	my $segno = segno($path);
@@ -373,6 +386,41 @@ sub to_format_2
 	write_bytes($path, MAP_OFFSET, $map);
 	write_bytes($path, DATA_OFFSET, $data);
 	return $next;
+}
+
+# to_format_3(PATH): rewrite a format 4 segment of a stopped server as the
+# format 3 file a build of 2026-11-24 would have made of it: the entries
+# kept in the header move to their places in the map, sectors 5 to 7 become
+# zeros, the version 3, and the header's checks follow (the allocation and
+# generation words are left void: a server finds the next free unit again
+# from the file, as after any restart).  For tests that format 3 segments
+# stay readable and writable.
+sub to_format_3
+{
+	my ($path) = @_;
+	my $h = header($path);
+	die "$path is not of format 4" unless $h->{version} == 4;
+	# their records' checks cover the header
+	die "$path has compression dictionaries: not converted"
+	  if %{ $h->{dictionaries} };
+	my $segno = segno($path);
+	my $in_header =
+	  read_bytes($path, HEADER_ENTRIES_OFFSET, HEADER_ENTRIES * ENTRY_SIZE);
+	my $head = read_bytes($path, 0, HEADER_SIZE);
+	substr($head, 8, 4) = pack('V', 3);
+	my $crc = crc32c(substr($head, 0, HEADER_CRC_OFFSET));
+	substr($head, HEADER_CRC_OFFSET, 4) = pack('V', $crc);
+	substr($head, ALLOC_OFFSET, 16) = "\0" x 16;
+	substr($head, NBLOCKS_OFFSET, 8) =
+	  nblocks_word($crc, $segno, $h->{nblocks}, 0);
+	substr($head, NBLOCKS2_OFFSET, 8) =
+	  nblocks_word($crc, $segno, $h->{nblocks}, 1);
+	substr($head, HEADER_ENTRIES_OFFSET) =
+	  "\0" x (HEADER_SIZE - HEADER_ENTRIES_OFFSET);
+	write_bytes($path, MAP_OFFSET, $in_header)
+	  unless $in_header eq "\0" x length($in_header);
+	write_bytes($path, 0, $head);
+	return $h->{nblocks};
 }
 
 # overlaps(PATH): the pairs of blocks of a segment whose images share a

@@ -142,6 +142,7 @@ fixup_header(PcsHeader *header, uint32 max_blocks)
 	header->header_crc = crc_of(header, offsetof(PcsHeader, header_crc),
 								NULL, 0);
 	if (header->version != PCS_FORMAT_VERSION &&
+		header->version != PCS_FORMAT_VERSION_3 &&
 		header->version != PCS_FORMAT_VERSION_2)
 		return;
 	for (int copy = 0; copy < pcs_header_nblocks_copies(header); copy++)
@@ -169,7 +170,8 @@ static void
 verify_accepted_header(const PcsHeader *h)
 {
 	if (h->magic != PCS_MAGIC ||
-		(h->version != PCS_FORMAT_VERSION && h->version != PCS_FORMAT_VERSION_2))
+		(h->version != PCS_FORMAT_VERSION && h->version != PCS_FORMAT_VERSION_3 &&
+		 h->version != PCS_FORMAT_VERSION_2))
 		fuzz_fail("accepted a header with a foreign magic or version");
 	if (h->algorithm != PCS_ALGO_ZSTD && h->algorithm != PCS_ALGO_LZ4)
 		fuzz_fail("accepted a header with an unknown algorithm");
@@ -229,11 +231,13 @@ fuzz_header(const uint8_t *data, size_t size, bool fixup)
 		if (version != 0)
 			fuzz_fail("accepted a header and called it of another version");
 	}
-	else if (version == PCS_FORMAT_VERSION || version == PCS_FORMAT_VERSION_2)
+	else if (version == PCS_FORMAT_VERSION || version == PCS_FORMAT_VERSION_3 ||
+			 version == PCS_FORMAT_VERSION_2)
 		fuzz_fail("called a header of a version this build reads one of another");
 
 	/* a block count the words vouch for is one pcs.c can use */
-	if (h->version == PCS_FORMAT_VERSION || h->version == PCS_FORMAT_VERSION_2)
+	if (h->version == PCS_FORMAT_VERSION || h->version == PCS_FORMAT_VERSION_3 ||
+		h->version == PCS_FORMAT_VERSION_2)
 	{
 		for (int copy = 0; copy < pcs_header_nblocks_copies(h); copy++)
 		{

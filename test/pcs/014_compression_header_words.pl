@@ -59,7 +59,7 @@ my $pages = $node->safe_psql('postgres',
 cmp_ok($pages, '>', 10, 'the table has a few dozen pages');
 
 my $h = PgStrata::PcsFile::header($path);
-is($h->{version}, 3, 'the segment is of format version 3');
+is($h->{version}, 4, 'the segment is of format version 4');
 ok($h->{header_crc_ok}, 'its fixed fields match their CRC');
 is_deeply($h->{nblocks_word_ok}, [ 1, 1 ],
 	'both copies of the block count on disk pass their checks');
@@ -261,11 +261,11 @@ PgStrata::PcsFile::write_bytes($path, 0, $v1);
 IPC::Run::run([ 'pg_checksums', '--check', '-D', $node->data_dir ],
 	'>', \$out, '2>', \$err);
 isnt($? >> 8, 0, 'pg_checksums --check fails on a segment of format version 1');
-like($err, qr/\Q$relfile\E": The file has format version 1; this build reads only versions 2 and 3/,
+like($err, qr/\Q$relfile\E": The file has format version 1; this build reads only versions 2 to 4/,
 	'and says which version it is');
 $node->start;
 my $e = query('SELECT count(*) FROM c');
-like($e, qr/ERROR:  0A000: compressed segment file "\Q$relfile\E" has format version 1, but this server reads only versions 2 and 3/,
+like($e, qr/ERROR:  0A000: compressed segment file "\Q$relfile\E" has format version 1, but this server reads only versions 2 to 4/,
 	'the server refuses a segment of format version 1 as not supported');
 like($e, qr/HINT:  .*another development build of pgstrata/,
 	'with a hint saying where it came from');
@@ -289,7 +289,31 @@ $node->start;
 is($node->safe_psql('postgres', $rows_query), $expected,
 	'with the header put back every row reads');
 
-# 7. A segment of format version 2, as earlier builds made them (shared
+# 7a. A segment of format version 3, as builds of 2026-11-24 made them
+# (every map entry in the map; format 4 keeps the first 96 blocks' entries
+# in the header), stays readable and writable, and keeps its format.
+$node->stop;
+cmp_ok(PgStrata::PcsFile::to_format_3($path), '>', 0,
+	'the segment was rewritten in format 3');
+$node->start;
+is($node->safe_psql('postgres', $rows_query), $expected,
+	'format 3: every row reads');
+grow(7);
+$expected = $node->safe_psql('postgres', $rows_query);
+$node->safe_psql('postgres', 'CHECKPOINT');
+is(PgStrata::PcsFile::header($path)->{version}, 3,
+	'format 3: the segment keeps its format');
+is(PgStrata::PcsFile::read_bytes($path, PgStrata::PcsFile::HEADER_ENTRIES_OFFSET,
+		PgStrata::PcsFile::HEADER_SIZE - PgStrata::PcsFile::HEADER_ENTRIES_OFFSET),
+	"\0" x (PgStrata::PcsFile::HEADER_SIZE - PgStrata::PcsFile::HEADER_ENTRIES_OFFSET),
+	'format 3: no entry was written into the header');
+check_units('format 3 after writes');
+$node->restart;
+is($node->safe_psql('postgres', $rows_query), $expected,
+	'format 3: after writes and a restart the rows are those written');
+server_alive('a segment of format version 3');
+
+# 7b. A segment of format version 2, as earlier builds made them (shared
 # words in the first sector, one block count, 512-byte units), stays
 # readable and writable: the file is rewritten as such with the server
 # stopped, then read, grown, checkpointed, checked and read after a restart.

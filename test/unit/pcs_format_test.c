@@ -343,6 +343,53 @@ test_version_2(void)
 		  "an intact header of a later version is refused as such");
 }
 
+/*
+ * Where entries lie: in the header's sectors 5 to 7 for a segment's first
+ * blocks in version 4, in the map otherwise and in versions 2 and 3
+ */
+static void
+test_entry_place(void)
+{
+	PcsHeader	h;
+
+	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 0);
+	check(h.version == PCS_FORMAT_VERSION && PCS_FORMAT_VERSION == 4 &&
+		  pcs_header_check(&h) == PCS_SOUND,
+		  "new headers are of version 4");
+	check(pcs_header_entries(&h) == 96 && PCS_HEADER_ENTRIES == 96,
+		  "version 4 keeps the entries of 96 blocks in its header");
+	check(pcs_entry_offset(&h, 0) == 5 * PCS_SECTOR_SIZE &&
+		  pcs_entry_offset(&h, 95) + PCS_ENTRY_SIZE == PCS_HEADER_SIZE &&
+		  pcs_entry_offset(&h, 96) == PCS_MAP_OFFSET + 96 * PCS_ENTRY_SIZE &&
+		  pcs_entry_offset(&h, RELSEG_SIZE - 1) + PCS_ENTRY_SIZE == PCS_DATA_OFFSET,
+		  "block 0 to 95 in sectors 5 to 7, block 96 on in the map, in place");
+	check((char *) pcs_entry_slot(&h, 0) - (char *) &h == pcs_entry_offset(&h, 0) &&
+		  (char *) pcs_entry_slot(&h, 95) - (char *) &h == pcs_entry_offset(&h, 95) &&
+		  (char *) pcs_entry_slot(&h, 96) - (char *) &h == pcs_entry_offset(&h, 96),
+		  "an entry's slot in a mapping lies at its file offset");
+	{
+		bool		empty = true;
+
+		for (int i = 0; i < PCS_HEADER_ENTRIES; i++)
+			empty &= pcs_entry_is_empty(&h.entries[i]);
+		check(empty, "a new header's entries are empty");
+	}
+
+	h.version = PCS_FORMAT_VERSION_3;
+	reseal_header(&h);
+	check(pcs_header_check(&h) == PCS_SOUND && pcs_header_other_version(&h) == 0 &&
+		  pcs_header_entries(&h) == 0 &&
+		  pcs_entry_offset(&h, 0) == PCS_MAP_OFFSET &&
+		  pcs_entry_offset(&h, 95) == PCS_MAP_OFFSET + 95 * PCS_ENTRY_SIZE,
+		  "a version 3 header is read, with every entry in the map");
+	h.version = PCS_FORMAT_VERSION_2;
+	h.unit_shift = PCS_V2_UNIT_SHIFT;
+	h.flags = 0;
+	reseal_header(&h);
+	check(pcs_header_check(&h) == PCS_SOUND && pcs_header_entries(&h) == 0,
+		  "so is a version 2 header");
+}
+
 /* Is the allocation word of h sound for segment 5 and generation 77? */
 static bool
 alloc_sound(const PcsHeader *h)
@@ -1547,6 +1594,7 @@ main(void)
 	test_problem_messages();
 	test_header();
 	test_other_version();
+	test_entry_place();
 	test_nblocks_word();
 	test_nblocks_copies();
 	test_generation_word();

@@ -141,6 +141,33 @@ pcs_read_page(int fd, const char *fn, const PcsHeader *header,
 }
 
 /*
+ * Read (or write) the entries of blocks [0, nblocks) of a segment from (or
+ * to) map[]: those the header holds (version 4) from its copy in header,
+ * the rest from the map in the file.
+ */
+static void
+pcs_transfer_entries(int fd, const char *fn, PcsHeader *header,
+					 PcsMapEntry *map, BlockNumber nblocks, bool write)
+{
+	BlockNumber in_header = Min(nblocks, pcs_header_entries(header));
+	size_t		len = (nblocks - in_header) * sizeof(PcsMapEntry);
+	off_t		offset = pcs_entry_offset(header, in_header);
+
+	if (write)
+	{
+		if (in_header > 0)
+			pcs_write_at(fd, fn, map, in_header * sizeof(PcsMapEntry),
+						 pcs_entry_offset(header, 0));
+		if (len > 0)
+			pcs_write_at(fd, fn, map + in_header, len, offset);
+		return;
+	}
+	memcpy(map, header->entries, in_header * sizeof(PcsMapEntry));
+	if (len > 0 && pcs_read_at(fd, fn, map + in_header, len, offset) != len)
+		pg_fatal("could not read the map of compressed segment \"%s\"", fn);
+}
+
+/*
  * Verify (enable false) or set (enable true) the page checksums of one
  * compressed segment, segment number segmentno of its fork, open as fd
  * (read-write to enable).  Problems are logged as pg_checksums logs them;
@@ -177,7 +204,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 	else if (pcs_read_at(fd, fn, hbuf.data, sizeof(PcsHeader), 0) != sizeof(PcsHeader))
 		problem = _("The header is cut short.");
 	else if (pcs_header_other_version(header) != 0)
-		problem = psprintf(_("The file has format version %u; this build reads only versions %u and %u (it was made by another development build of pgstrata)."),
+		problem = psprintf(_("The file has format version %u; this build reads only versions %u to %u (it was made by another build of pgstrata)."),
 						   header->version, PCS_FORMAT_VERSION_2,
 						   PCS_FORMAT_VERSION);
 	else
@@ -210,10 +237,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 	next_unit = (uint32) ((st.st_size - PCS_DATA_OFFSET + (1 << shift) - 1) >> shift);
 
 	map = pg_malloc0(Max(nblocks, 1) * sizeof(PcsMapEntry));
-	if (nblocks > 0 &&
-		pcs_read_at(fd, fn, map, nblocks * sizeof(PcsMapEntry), PCS_MAP_OFFSET) !=
-		nblocks * sizeof(PcsMapEntry))
-		pg_fatal("could not read the map of compressed segment \"%s\"", fn);
+	pcs_transfer_entries(fd, fn, header, map, nblocks, false);
 
 	for (BlockNumber b = 0; b < nblocks; b++)
 	{
@@ -298,8 +322,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 			pg_fatal("could not extend file \"%s\": %m", fn);
 		if (do_sync && fsync(fd) != 0)
 			pg_fatal("could not fsync file \"%s\": %m", fn);
-		pcs_write_at(fd, fn, map, nblocks * sizeof(PcsMapEntry),
-					 PCS_MAP_OFFSET);
+		pcs_transfer_entries(fd, fn, header, map, nblocks, true);
 	}
 	pg_free(map);
 	for (int n = 1; n <= PCS_MAX_DICTIONARIES; n++)

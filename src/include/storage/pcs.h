@@ -72,8 +72,8 @@ extern PGDLLIMPORT const PgAioHandleCallbacks aio_pcs_readv_cb;
  */
 typedef struct PcsSegmentView
 {
-	const PcsHeader *header;	/* as mapped */
-	const PcsMapEntry *map;		/* likewise, RELSEG_SIZE entries */
+	PcsHeader  *header;			/* header and map as mapped: entries through
+								 * pcs_entry_slot(), never written */
 	BlockNumber segno;
 	BlockNumber nblocks;		/* its block count */
 	uint32		unit_limit;		/* the first unit not handed out */

@@ -56,13 +56,29 @@ typedef struct pg_atomic_uint64
  * Version 2 made the two shared words of the header self-checking.  Version
  * 3 gave them sectors of their own, away from the fields that identify the
  * file, kept the block count twice, added the generation word, and made
- * units 128 bytes.  Segments of version 2 stay readable and writable, each
- * with its own layout (PcsHeader); new segments are made in version 3.
+ * units 128 bytes.  Version 4 keeps the map entries of a segment's first
+ * PCS_HEADER_ENTRIES blocks in the header's last sectors, so that a small
+ * fork needs no page of the map (PcsHeader).  Segments of versions 2 and 3
+ * stay readable and writable, each with its own layout; new segments are
+ * made in version 4.  A build that reads only versions 2 and 3 refuses a
+ * segment of version 4 with an error naming the version (not as damage).
  * Files of version 1 were only ever made by development builds; they are
- * refused with a hint, not converted.
+ * refused with a hint, not converted.  What comments here and in pcs.c say
+ * of version 3 holds for version 4 too.
  */
-#define PCS_FORMAT_VERSION	3
+#define PCS_FORMAT_VERSION	4
+#define PCS_FORMAT_VERSION_3	3
 #define PCS_FORMAT_VERSION_2	2
+
+/* Can this build read and write segments of this format version? */
+static inline bool
+pcs_version_known(uint32 version)
+{
+	return version == PCS_FORMAT_VERSION ||
+		version == PCS_FORMAT_VERSION_3 ||
+		version == PCS_FORMAT_VERSION_2;
+}
+
 /*
  * In a compressed tablespace's version directory: its settings, which new
  * relation forks take (README.pcs).  Frontend programs skip it.
@@ -125,6 +141,12 @@ pcs_is_tablespace_file(const char *name)
 /* The header's sectors: each shared word has one to itself (version 3) */
 #define PCS_SECTOR_SIZE		512
 
+/*
+ * Version 4 keeps the map entries of a segment's first this many blocks in
+ * the header's sectors 5 to 7, the rest of the header block
+ */
+#define PCS_HEADER_ENTRIES	((PCS_HEADER_SIZE - 5 * PCS_SECTOR_SIZE) / PCS_ENTRY_SIZE)
+
 /* Compression algorithms; the values are stored on disk */
 typedef enum PcsAlgorithm
 {
@@ -160,6 +182,24 @@ typedef enum PcsAlgorithm
 #define PCS_MAX_DICTIONARY_SIZE	(64 * 1024)
 /* smallest dictionary training makes (pcs_dict_capacity()) */
 #define PCS_MIN_TRAINED_SIZE	(4 * 1024)
+
+/*
+ * One map entry per logical block; 32 fit in a 512-byte sector, so no entry
+ * ever straddles one.  All zeros means the block has no storage and reads as
+ * a zero page.
+ */
+typedef struct PcsMapEntry
+{
+	uint32		first_unit;		/* first unit of the image in the data area */
+	uint16		stored;			/* bytes of the image (BLCKSZ when raw) */
+	uint8		units;			/* units allocated, >= units stored */
+	uint8		flags;			/* PCS_ENTRY_*, dictionary in the high bits */
+	uint32		data_crc;		/* CRC32C of the stored bytes */
+	uint32		entry_crc;		/* CRC32C of the above and the block number */
+} PcsMapEntry;
+
+StaticAssertDecl(sizeof(PcsMapEntry) == PCS_ENTRY_SIZE,
+				 "a map entry must be PCS_ENTRY_SIZE bytes");
 
 /*
  * Where dictionary n lies: written once, before the first image that uses
@@ -250,6 +290,8 @@ typedef struct PcsHeader
 	PcsSectorWord alloc;		/* sector 1: allocation and generation */
 	PcsSectorWord nblocks[2];	/* sectors 2 and 3: the block count */
 	PcsDictSector dictionaries; /* sector 4 (PCS_HEADER_DICTIONARIES) */
+	/* sectors 5 to 7: entries of blocks 0 to 95 (version 4), else zeros */
+	PcsMapEntry entries[PCS_HEADER_ENTRIES];
 } PcsHeader;
 
 /* Copies of the block count a segment of this header keeps */
@@ -274,6 +316,40 @@ pcs_header_nblocks(PcsHeader *header, int copy)
 	Assert(copy >= 0 && copy < pcs_header_nblocks_copies(header));
 	return header->version == PCS_FORMAT_VERSION_2 ?
 		&header->v2_nblocks : &header->nblocks[copy].word;
+}
+
+/*
+ * How many of a segment's first blocks have their map entries in its header:
+ * none before version 4
+ */
+static inline BlockNumber
+pcs_header_entries(const PcsHeader *header)
+{
+	return header->version >= PCS_FORMAT_VERSION ? PCS_HEADER_ENTRIES : 0;
+}
+
+/*
+ * The map entry of block segblock of a segment, in a mapping (or a copy) of
+ * its header and map that starts at the file's first byte.  Every access to
+ * an entry goes through this or pcs_entry_offset(): where an entry lies
+ * depends on the segment's format version.
+ */
+static inline PcsMapEntry *
+pcs_entry_slot(PcsHeader *header, BlockNumber segblock)
+{
+	if (segblock < pcs_header_entries(header))
+		return &header->entries[segblock];
+	return (PcsMapEntry *) ((char *) header + PCS_MAP_OFFSET) + segblock;
+}
+
+/* The file offset of the map entry of block segblock of a segment */
+static inline off_t
+pcs_entry_offset(const PcsHeader *header, BlockNumber segblock)
+{
+	if (segblock < pcs_header_entries(header))
+		return (off_t) offsetof(PcsHeader, entries) +
+			(off_t) segblock * PCS_ENTRY_SIZE;
+	return PCS_MAP_OFFSET + (off_t) segblock * PCS_ENTRY_SIZE;
 }
 
 /* Map entry flags */
@@ -305,29 +381,13 @@ pcs_entry_dictionary(uint8 flags)
 	return (flags & PCS_ENTRY_DICTIONARY) >> PCS_DICTIONARY_SHIFT;
 }
 
-/*
- * One map entry per logical block; 32 fit in a 512-byte sector, so no entry
- * ever straddles one.  All zeros means the block has no storage and reads as
- * a zero page.
- */
-typedef struct PcsMapEntry
-{
-	uint32		first_unit;		/* first unit of the image in the data area */
-	uint16		stored;			/* bytes of the image (BLCKSZ when raw) */
-	uint8		units;			/* units allocated, >= units stored */
-	uint8		flags;			/* PCS_ENTRY_*, dictionary in the high bits */
-	uint32		data_crc;		/* CRC32C of the stored bytes */
-	uint32		entry_crc;		/* CRC32C of the above and the block number */
-} PcsMapEntry;
-
-StaticAssertDecl(sizeof(PcsMapEntry) == PCS_ENTRY_SIZE,
-				 "a map entry must be PCS_ENTRY_SIZE bytes");
 StaticAssertDecl(offsetof(PcsHeader, v2_alloc) == 32 &&
 				 offsetof(PcsHeader, v2_nblocks) == 40 &&
 				 offsetof(PcsHeader, alloc) == PCS_SECTOR_SIZE &&
 				 offsetof(PcsHeader, nblocks) == 2 * PCS_SECTOR_SIZE &&
 				 offsetof(PcsHeader, dictionaries) == 4 * PCS_SECTOR_SIZE &&
-				 sizeof(PcsHeader) == 5 * PCS_SECTOR_SIZE,
+				 offsetof(PcsHeader, entries) == 5 * PCS_SECTOR_SIZE &&
+				 sizeof(PcsHeader) == PCS_HEADER_SIZE,
 				 "frontend and backend must agree on the header layout");
 StaticAssertDecl(sizeof(PcsHeader) <= PCS_HEADER_SIZE,
 				 "the header must fit in its block");

@@ -93,7 +93,7 @@ main(int argc, char **argv)
 		fail(pcs_problem_message(problem), path);
 	shift = header->unit_shift;
 	read_at(fd, &entry, sizeof(entry),
-			PCS_MAP_OFFSET + (off_t) block * PCS_ENTRY_SIZE, path);
+			pcs_entry_offset(header, block), path);
 
 	if (reading)
 	{
@@ -143,7 +143,7 @@ main(int argc, char **argv)
 		pcs_entry_set(&entry, block, first, BLCKSZ, units, PCS_ENTRY_RAW,
 					  pcs_data_crc(page.data, BLCKSZ), shift);
 		write_at(fd, &entry, sizeof(entry),
-				 PCS_MAP_OFFSET + (off_t) block * PCS_ENTRY_SIZE, path);
+				 pcs_entry_offset(header, block), path);
 		if (fsync(fd) != 0)
 			fail(strerror(errno), path);
 	}

@@ -67,7 +67,6 @@ typedef struct PcsSegment
 	File		vfd;			/* the segment file */
 	PcsHeader  *header;			/* MAP_SHARED mapping of header and map, or
 								 * NULL while unmapped (pcs_limit_mappings) */
-	PcsMapEntry *map;			/* the map, inside that mapping */
 	BlockNumber segno;			/* its number within the fork */
 	ForkNumber	forknum;		/* its fork */
 	int			shift;			/* log2 of its unit size, from its header */
@@ -102,7 +101,7 @@ typedef struct PcsSegment
 #define PCS_FORMAT_EMPTY		3	/* never stored: see pcs_fork_format() */
 
 /* Smallest and largest step by which a segment's data area grows, in bytes */
-#define PCS_MIN_GROWTH		(8 * 1024)
+#define PCS_MIN_GROWTH		(4 * 1024)
 #define PCS_MAX_GROWTH		(8 * 1024 * 1024)
 
 /* Tries at reading a map entry that a concurrent writer may be replacing */
@@ -501,7 +500,7 @@ pcs_map_segment(PcsSegment *seg)
 		if (version != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("compressed segment file \"%s\" has format version %u, but this server reads only versions %u and %u",
+					 errmsg("compressed segment file \"%s\" has format version %u, but this server reads only versions %u to %u",
 							FilePathName(seg->vfd), version,
 							PCS_FORMAT_VERSION_2, PCS_FORMAT_VERSION),
 					 errhint("Files of compressed tablespaces made by another development build of pgstrata cannot be read.  Dump the data with the build that made them and restore it here.")));
@@ -513,7 +512,6 @@ pcs_map_segment(PcsSegment *seg)
 	}
 
 	seg->header = (PcsHeader *) mapping;
-	seg->map = (PcsMapEntry *) ((char *) mapping + PCS_MAP_OFFSET);
 	seg->shift = seg->header->unit_shift;
 	Assert(seg->shift == PCS_UNIT_SHIFT || seg->shift == PCS_V2_UNIT_SHIFT);
 	dlist_push_head(&pcs_mapped, &seg->lru);
@@ -531,7 +529,6 @@ pcs_unmap_segment(PcsSegment *seg)
 		elog(WARNING, "could not unmap file \"%s\": %m",
 			 FilePathName(seg->vfd));
 	seg->header = NULL;
-	seg->map = NULL;
 }
 
 /*
@@ -905,6 +902,9 @@ pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg, BlockNumber segblock,
 	Assert(segblock < RELSEG_SIZE && chunk < PCS_MAP_CHUNKS);
 	if (likely(seg->map_ready[chunk / 64] & bit))
 		return;
+	/* the header block has storage from the segment's creation on */
+	if (segblock < pcs_header_entries(seg->header))
+		return;
 	PGSTRATA_INJECTION_POINT("pcs-map-chunk-allocate");
 	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
 	do
@@ -957,6 +957,25 @@ pcs_map_chunk_readable(PcsSegment *seg, int chunk)
 	return true;
 }
 
+/*
+ * Where the map entry of segblock lies in the mapping of a segment: in its
+ * header or in its map, by format version (pcs_entry_slot())
+ */
+static inline PcsMapEntry *
+pcs_seg_entry(PcsSegment *seg, BlockNumber segblock)
+{
+	Assert(seg->header != NULL && segblock < RELSEG_SIZE);
+	return pcs_entry_slot(seg->header, segblock);
+}
+
+/* May the entry of segblock be read through the mapping (see above)? */
+static inline bool
+pcs_entry_readable(PcsSegment *seg, BlockNumber segblock)
+{
+	return segblock < pcs_header_entries(seg->header) ||
+		pcs_map_chunk_readable(seg, PCS_MAP_CHUNK_OF(segblock));
+}
+
 /* The map entry of segblock, or an empty one where its chunk is a hole */
 static inline PcsMapEntry
 pcs_map_entry(PcsSegment *seg, BlockNumber segblock)
@@ -964,13 +983,13 @@ pcs_map_entry(PcsSegment *seg, BlockNumber segblock)
 	PcsMapEntry entry;
 
 	Assert(segblock < RELSEG_SIZE);
-	if (unlikely(!pcs_map_chunk_readable(seg, PCS_MAP_CHUNK_OF(segblock))))
+	if (unlikely(!pcs_entry_readable(seg, segblock)))
 	{
 		memset(&entry, 0, sizeof(entry));
 		Assert(pcs_entry_is_empty(&entry));
 		return entry;
 	}
-	entry = seg->map[segblock];
+	entry = *pcs_seg_entry(seg, segblock);
 	return entry;
 }
 
@@ -982,9 +1001,46 @@ pcs_map_entry(PcsSegment *seg, BlockNumber segblock)
 static BlockNumber
 pcs_map_skip_holes(PcsSegment *seg, BlockNumber b, BlockNumber to)
 {
-	while (b < to && !pcs_map_chunk_readable(seg, PCS_MAP_CHUNK_OF(b)))
+	while (b < to && !pcs_entry_readable(seg, b))
 		b = (b / PCS_MAP_CHUNK_ENTRIES + 1) * PCS_MAP_CHUNK_ENTRIES;
 	return Min(b, to);
+}
+
+/*
+ * Account for the entry of block b in pcs_map_high_water(): raise *high to
+ * the end of its units if it is sound, and with used not NULL, add its
+ * units there if b is below nblocks.
+ */
+static void
+pcs_high_water_entry(PcsSegment *seg, BlockNumber b, BlockNumber nblocks,
+					 uint32 *high, PcsUnitRun *used, int *nused,
+					 bool *all_sound)
+{
+	PcsMapEntry entry = *pcs_seg_entry(seg, b);
+	PcsProblem	problem = PCS_SOUND;
+
+	if (pcs_entry_is_empty(&entry))
+		return;
+	/* an in-place write may be replacing the entry: read it again */
+	for (int tries = 0; tries < PCS_ENTRY_READ_TRIES; tries++)
+	{
+		problem = pcs_entry_check(&entry, b, PG_UINT32_MAX, seg->shift);
+		if (problem == PCS_SOUND || used == NULL)
+			break;
+		entry = *pcs_seg_entry(seg, b);
+	}
+	if (problem == PCS_SOUND)
+		*high = Max(*high, entry.first_unit + entry.units);
+	if (used == NULL || b >= nblocks || pcs_entry_is_empty(&entry))
+		return;
+	if (problem != PCS_SOUND)
+		*all_sound = false;
+	else
+	{
+		Assert(*nused < nblocks + PCS_MAX_DICTIONARIES);
+		used[*nused].first = entry.first_unit;
+		used[(*nused)++].count = entry.units;
+	}
 }
 
 /*
@@ -1006,7 +1062,8 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 				   bool *all_sound)
 {
 	int			fd = FileGetRawDesc(seg->vfd);
-	off_t		pos = PCS_MAP_OFFSET;
+	BlockNumber in_header = pcs_header_entries(seg->header);
+	off_t		pos = PCS_MAP_OFFSET + (off_t) in_header * sizeof(PcsMapEntry);
 	off_t		end = PCS_MAP_OFFSET + (off_t) RELSEG_SIZE * sizeof(PcsMapEntry);
 	uint32		high = 0;
 	BlockNumber nblocks = 0;
@@ -1045,6 +1102,10 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 		}
 	}
 
+	/* the entries kept in the header, then those of the map */
+	for (BlockNumber b = 0; b < in_header; b++)
+		pcs_high_water_entry(seg, b, nblocks, &high,
+							 used ? *used : NULL, nused, all_sound);
 	while (pos < end)
 	{
 		off_t		data;
@@ -1052,37 +1113,12 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 
 		if (!pcs_next_data_range(fd, pos, end, &data, &hole))
 			break;
-		for (off_t b = (data - PCS_MAP_OFFSET) / sizeof(PcsMapEntry);
+		for (off_t b = Max((data - PCS_MAP_OFFSET) / sizeof(PcsMapEntry),
+						   in_header);
 			 b < (hole - PCS_MAP_OFFSET + sizeof(PcsMapEntry) - 1) / sizeof(PcsMapEntry);
 			 b++)
-		{
-			PcsMapEntry entry = seg->map[b];
-			PcsProblem	problem = PCS_SOUND;
-
-			if (pcs_entry_is_empty(&entry))
-				continue;
-			/* an in-place write may be replacing the entry: read it again */
-			for (int tries = 0; tries < PCS_ENTRY_READ_TRIES; tries++)
-			{
-				problem = pcs_entry_check(&entry, (BlockNumber) b,
-										  PG_UINT32_MAX, seg->shift);
-				if (problem == PCS_SOUND || used == NULL)
-					break;
-				entry = seg->map[b];
-			}
-			if (problem == PCS_SOUND)
-				high = Max(high, entry.first_unit + entry.units);
-			if (used == NULL || b >= nblocks || pcs_entry_is_empty(&entry))
-				continue;
-			if (problem != PCS_SOUND)
-				*all_sound = false;
-			else
-			{
-				Assert(*nused < nblocks + PCS_MAX_DICTIONARIES);
-				(*used)[*nused].first = entry.first_unit;
-				(*used)[(*nused)++].count = entry.units;
-			}
-		}
+			pcs_high_water_entry(seg, (BlockNumber) b, nblocks, &high,
+								 used ? *used : NULL, nused, all_sound);
 		pos = hole;
 	}
 	return high;
@@ -1297,13 +1333,17 @@ pcs_nblocks_from_map(PcsSegment *seg)
 	{
 		PcsMapEntry entry;
 
-		if (!pcs_map_chunk_readable(seg, PCS_MAP_CHUNK_OF(b - 1)))
+		if (!pcs_entry_readable(seg, b - 1))
 		{
-			/* the whole chunk is a hole: go on below it */
-			b = (b - 1) / PCS_MAP_CHUNK_ENTRIES * PCS_MAP_CHUNK_ENTRIES + 1;
+			/*
+			 * the whole chunk is a hole: go on below it, or below the part of
+			 * it whose entries the header holds
+			 */
+			b = Max((b - 1) / PCS_MAP_CHUNK_ENTRIES * PCS_MAP_CHUNK_ENTRIES,
+					pcs_header_entries(seg->header)) + 1;
 			continue;
 		}
-		entry = seg->map[b - 1];
+		entry = *pcs_seg_entry(seg, b - 1);
 		if (!pcs_entry_is_empty(&entry) &&
 			pcs_entry_check(&entry, b - 1, limit, seg->shift) == PCS_SOUND)
 			return b;
@@ -1428,8 +1468,10 @@ pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
 	for (BlockNumber b = pcs_map_skip_holes(seg, from, to); b < to;
 		 b = pcs_map_skip_holes(seg, b + 1, to))
 	{
-		if (!pcs_entry_is_empty(&seg->map[b]))
-			memset(&seg->map[b], 0, sizeof(PcsMapEntry));
+		PcsMapEntry *slot = pcs_seg_entry(seg, b);
+
+		if (!pcs_entry_is_empty(slot))
+			memset(slot, 0, sizeof(PcsMapEntry));
 	}
 }
 
@@ -1464,11 +1506,12 @@ pcs_seg_truncate_entries(SMgrRelation reln, ForkNumber forknum,
 	for (BlockNumber b = pcs_map_skip_holes(seg, from, to); b < to;
 		 b = pcs_map_skip_holes(seg, b + 1, to))
 	{
-		PcsMapEntry entry = seg->map[b];
+		PcsMapEntry *slot = pcs_seg_entry(seg, b);
+		PcsMapEntry entry = *slot;
 
 		if (pcs_entry_is_empty(&entry))
 			continue;
-		memset(&seg->map[b], 0, sizeof(PcsMapEntry));
+		memset(slot, 0, sizeof(PcsMapEntry));
 		if (!keep_free ||
 			pcs_entry_check(&entry, b, limit, seg->shift) != PCS_SOUND)
 			continue;
@@ -1987,7 +2030,8 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		problem = pcs_read_image(seg, &entry, segblock, image.data, buffer);
 		if (problem == PCS_SOUND || tries >= PCS_READ_TRIES)
 			break;
-		if (memcmp(&entry, &seg->map[segblock], sizeof(PcsMapEntry)) == 0)
+		if (memcmp(&entry, pcs_seg_entry(seg, segblock),
+				   sizeof(PcsMapEntry)) == 0)
 			pg_usleep(1000L << (tries - 1));
 	}
 	if (problem == PCS_SOUND)
@@ -2101,7 +2145,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		src = image.data;
 
 	nblocks = pcs_seg_nblocks(seg);
-	old = seg->map[segblock];
+	old = *pcs_seg_entry(seg, segblock);
 	old_sound = segblock < nblocks && !pcs_entry_is_empty(&old) &&
 		pcs_entry_check(&old, segblock, pcs_unit_limit(seg),
 						seg->shift) == PCS_SOUND;
@@ -2140,7 +2184,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 
 	pcs_entry_set(&entry, segblock, first, len, units, image_flags,
 				  pcs_data_crc(src, len), seg->shift);
-	seg->map[segblock] = entry;
+	*pcs_seg_entry(seg, segblock) = entry;
 
 	/*
 	 * The old units are free now, reusable once a map without them is durable
@@ -2231,7 +2275,6 @@ pcs_segment_view(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	if (seg == NULL)
 		return false;
 	view->header = seg->header;
-	view->map = seg->map;
 	view->segno = segno;
 	view->nblocks = pcs_seg_nblocks(seg);
 	view->unit_limit = pcs_unit_limit(seg);
@@ -2269,34 +2312,37 @@ pcs_close(SMgrRelation reln, ForkNumber forknum)
 }
 
 /*
- * pcs_create: create a fork, compressed if its tablespace is (or if
- * pcs_debug_force_compression says so).  In redo the file may exist
- * already; an empty one gets its header now.
+ * The settings of the compression of a new fork of reln: those of its
+ * tablespace, or those pcs_debug_force_compression imposes; false if its
+ * forks are made as md files.
  */
-void
-pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
+static bool
+pcs_new_fork_settings(SMgrRelation reln, PcsAlgorithm *algorithm, int *level)
 {
-	PcsAlgorithm algorithm;
-	int			level;
+	return pcs_tablespace_settings(reln->smgr_rlocator.locator.spcOid,
+								   algorithm, level) ||
+		pcs_forced_settings(algorithm, level);
+}
+
+/*
+ * Write the header of segment 0 of a fork found empty, at its first
+ * extension: from then on the fork is compressed.  The caller holds the
+ * relation's extension lock, or is the startup process, so no other process
+ * extends the fork meanwhile; readers see an empty fork until the file has
+ * its size (pcs_fork_format()).
+ */
+static void
+pcs_make_fork(SMgrRelation reln, ForkNumber forknum, PcsAlgorithm algorithm,
+			  int level)
+{
 	char	   *path;
 	File		vfd;
 	off_t		size;
 
-	if (!pcs_tablespace_settings(reln->smgr_rlocator.locator.spcOid,
-								 &algorithm, &level) &&
-		!pcs_forced_settings(&algorithm, &level))
-	{
-		mdcreate(reln, forknum, isRedo);
-		return;
-	}
-
-	if (isRedo && pcs_is_compressed(reln, forknum))
-		return;
+	Assert(reln->pcs_format[forknum] == PCS_FORMAT_UNKNOWN);
 
 	/* durable before the fork is (pcs_tablespace.c) */
 	pcs_note_compressed_storage();
-	pcs_forget_fork(reln->smgr_rlocator.locator, forknum);
-	mdcreate(reln, forknum, isRedo);
 	/* the file exists, empty, and others can see it (pcs_fork_format) */
 	PGSTRATA_INJECTION_POINT("pcs-create-before-header");
 
@@ -2310,10 +2356,10 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 	if (size > 0 && pcs_segment0_is_blank(FileGetRawDesc(vfd), size))
 	{
 		/*
-		 * Redo of the creation of a fork that an operating system crash left
-		 * sized but without its header: empty it, then make it as if new, so
-		 * that a reader meanwhile sees an empty fork, never a blank header in
-		 * a file of full size.
+		 * An operating system crash left the fork sized but without its
+		 * header: empty it, then make it as if new, so that a reader
+		 * meanwhile sees an empty fork, never a blank header in a file of
+		 * full size.
 		 */
 		if (FileTruncate(vfd, 0, WAIT_EVENT_DATA_FILE_TRUNCATE) < 0)
 			ereport(ERROR,
@@ -2321,11 +2367,75 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 					 errmsg("could not truncate file \"%s\": %m", path)));
 		size = 0;
 	}
-	if (size == 0)
+	/* a header without its size yet (a crash between the two): again */
+	if (size == 0 || size == PCS_HEADER_SIZE)
 		pcs_init_segment_file(vfd, 0, algorithm, level, !SmgrIsTemp(reln));
 	FileClose(vfd);
 	pfree(path);
 
+	pcs_close_segments(reln, forknum);
+	reln->pcs_format[forknum] = PCS_FORMAT_UNKNOWN;
+}
+
+/*
+ * Is this fork compressed, for an extension?  A fork whose file is empty is
+ * made compressed here if its tablespace compresses (pcs_make_fork()): the
+ * header of a compressed fork is written at its first extension, not at its
+ * creation, so that an empty fork takes no storage, as an empty md fork
+ * does.  Otherwise the fork is extended by md.c.
+ */
+static bool
+pcs_extends_compressed(SMgrRelation reln, ForkNumber forknum)
+{
+	int			format = reln->pcs_format[forknum];
+	PcsAlgorithm algorithm;
+	int			level;
+
+	if (likely(format != PCS_FORMAT_UNKNOWN))
+		return format == PCS_FORMAT_COMPRESSED;
+	format = pcs_fork_format(reln, forknum);
+	if (format == PCS_FORMAT_COMPRESSED)
+		return true;
+	if (format != PCS_FORMAT_EMPTY ||
+		!pcs_new_fork_settings(reln, &algorithm, &level))
+	{
+		/* md, or no file at all, which md.c reports */
+		pcs_forget_blank_file(reln, forknum);
+		return false;
+	}
+	pcs_make_fork(reln, forknum, algorithm, level);
+	if (!pcs_is_compressed(reln, forknum))
+		elog(ERROR, "could not make file \"%s\" a compressed fork",
+			 PGSTRATA_RELPATH(reln->smgr_rlocator, forknum));
+	return true;
+}
+
+/*
+ * pcs_create: create a fork.  Its file is made empty, as md.c makes it;
+ * if its tablespace compresses (or pcs_debug_force_compression says so), its
+ * first extension writes the header that makes it compressed
+ * (pcs_extends_compressed()).
+ */
+void
+pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
+{
+	PcsAlgorithm algorithm;
+	int			level;
+
+	if (!pcs_new_fork_settings(reln, &algorithm, &level))
+	{
+		mdcreate(reln, forknum, isRedo);
+		return;
+	}
+
+	if (isRedo && pcs_is_compressed(reln, forknum))
+		return;
+
+	/* durable before the fork is (pcs_tablespace.c) */
+	pcs_note_compressed_storage();
+	/* a file made later under the same name must not inherit free units */
+	pcs_forget_fork(reln->smgr_rlocator.locator, forknum);
+	mdcreate(reln, forknum, isRedo);
 	pcs_close_segments(reln, forknum);
 	reln->pcs_format[forknum] = PCS_FORMAT_UNKNOWN;
 }
@@ -2352,9 +2462,8 @@ void
 pcs_extend(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 		   const void *buffer, bool skipFsync)
 {
-	if (!pcs_is_compressed(reln, forknum))
+	if (!pcs_extends_compressed(reln, forknum))
 	{
-		pcs_forget_blank_file(reln, forknum);
 		mdextend(reln, forknum, blocknum, buffer, skipFsync);
 		return;
 	}
@@ -2371,9 +2480,8 @@ pcs_zeroextend(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 {
 	BlockNumber end = blocknum + nblocks;
 
-	if (!pcs_is_compressed(reln, forknum))
+	if (!pcs_extends_compressed(reln, forknum))
 	{
-		pcs_forget_blank_file(reln, forknum);
 		mdzeroextend(reln, forknum, blocknum, nblocks, skipFsync);
 		return;
 	}

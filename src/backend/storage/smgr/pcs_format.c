@@ -175,8 +175,7 @@ pcs_header_check(const PcsHeader *header)
 		return PCS_HEADER_BAD_MAGIC;
 	if (header->header_crc != pcs_header_crc(header))
 		return PCS_HEADER_BAD_CRC;
-	if (header->version != PCS_FORMAT_VERSION &&
-		header->version != PCS_FORMAT_VERSION_2)
+	if (!pcs_version_known(header->version))
 		return PCS_HEADER_BAD_VERSION;
 	if (header->algorithm != PCS_ALGO_ZSTD && header->algorithm != PCS_ALGO_LZ4)
 		return PCS_HEADER_BAD_ALGORITHM;
@@ -212,8 +211,7 @@ pcs_header_other_version(const PcsHeader *header)
 {
 	if (header->magic != PCS_MAGIC ||
 		header->header_crc != pcs_header_crc(header) ||
-		header->version == PCS_FORMAT_VERSION ||
-		header->version == PCS_FORMAT_VERSION_2)
+		pcs_version_known(header->version))
 		return 0;
 	return header->version;
 }
