@@ -336,5 +336,68 @@ WHERE w.v IS DISTINCT FROM l.v)),
 		'and its version directory');
 }
 
+# 5. CREATE TABLESPACE on a nearly full file system: the tablespace is made, with
+# a WARNING that its reserve could not be, and a checkpoint makes the
+# reserve once there is space.
+SKIP:
+{
+	my $smallfs = $ENV{PGSTRATA_SMALLFS};
+	skip 'no small file system of its own (PGSTRATA_SMALLFS; make check mounts one when run by root)', 6
+	  unless defined $smallfs;
+
+	my $dir = "$smallfs/ts5";
+	my $mb = 1024 * 1024;
+	mkdir $dir or die "mkdir $dir: $!";
+	my $filler = fill_up($smallfs);
+	# room for the tablespace's directories and settings, not its reserve
+	truncate($filler, (-s $filler) - 64 * 1024) or die "truncate: $!";
+	my ($ret, $stdout, $stderr) = $node->psql('postgres',
+		"CREATE TABLESPACE small5 LOCATION '$dir' WITH (compression = 'zstd')");
+	is($ret, 0, 'CREATE TABLESPACE succeeds on a nearly full file system');
+	like(
+		$stderr,
+		qr/WARNING:  could not allocate 4 MB for the reserve "[^"]+pgstrata_reserve": No space left on device/,
+		'with a WARNING that the reserve could not be made');
+	my ($reserve) = glob("$dir/PG_*/pgstrata_reserve");
+	ok(!defined $reserve || (stat($reserve))[12] * 512 < 4 * $mb,
+		'the reserve is not there, or short');
+	unlink($filler) or die "unlink: $!";
+	$node->safe_psql('postgres', qq(
+CREATE TABLE r5 (id int, v text) TABLESPACE small5;
+INSERT INTO r5 SELECT g, md5(g::text) FROM generate_series(1, 1000) g;
+CHECKPOINT;
+));
+	($reserve) = glob("$dir/PG_*/pgstrata_reserve");
+	ok(defined $reserve && -s $reserve == 4 * $mb
+		  && (stat($reserve))[12] * 512 >= 4 * $mb,
+		'with space again, a checkpoint makes the reserve, allocated');
+	is($node->safe_psql('postgres', 'SELECT count(*) FROM r5'),
+		'1000', 'the tablespace holds a table');
+	$node->safe_psql('postgres', 'DROP TABLE r5; DROP TABLESPACE small5');
+	ok(!-e $reserve, 'DROP TABLESPACE removes the reserve');
+}
+
+# 6. The setting: its range, and that only the configuration sets it.
+{
+	my ($ret, $stdout, $stderr) = $node->psql('postgres',
+		"ALTER SYSTEM SET compressed_tablespace_reserve = '2TB'");
+	like($stderr,
+		qr/2097152 MB is outside the valid range for parameter "compressed_tablespace_reserve" \(0 MB \.\. 1048576 MB\)/,
+		'a reserve above 1 TB is refused');
+	($ret, $stdout, $stderr) = $node->psql('postgres',
+		"ALTER SYSTEM SET compressed_tablespace_reserve = -1");
+	like($stderr, qr/outside the valid range/, 'so is a negative one');
+	($ret, $stdout, $stderr) = $node->psql('postgres',
+		"SET compressed_tablespace_reserve = '8MB'");
+	like($stderr,
+		qr/parameter "compressed_tablespace_reserve" cannot be changed now/,
+		'a session cannot change it');
+	is($node->safe_psql('postgres', q(
+SELECT setting, unit, context, min_val, max_val FROM pg_settings
+WHERE name = 'compressed_tablespace_reserve')),
+		'4|MB|sighup|0|1048576',
+		'pg_settings shows it in MB, reloadable, 0 to 1 TB');
+}
+
 $node->stop;
 done_testing();

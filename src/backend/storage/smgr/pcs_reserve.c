@@ -166,8 +166,8 @@ pcs_reserve_fill(const char *versiondir, int elevel)
 		errno = ret;
 		ereport(elevel,
 				(errcode_for_file_access(),
-				 errmsg("could not make the reserve \"%s\" %d MB: %m",
-						path, compressed_tablespace_reserve),
+				 errmsg("could not allocate %d MB for the reserve \"%s\": %m",
+						compressed_tablespace_reserve, path),
 				 errdetail("Pages of compressed relations that need more space when they are written back can use only what is left of the reserve."),
 				 errhint("Free disk space in the tablespace.")));
 	}
