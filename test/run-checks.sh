@@ -95,6 +95,13 @@ if [ "$(id -u)" = 0 ]; then
 fi
 suite tap testmake prove-installcheck TAP_LEAVE_OUT="$tap_leave_out"
 small_fs_umount "$LOGDIR/smallfs"
+# On PostgreSQL 18, pg_upgrade from pgstrata on 17 (test/upgrade): it needs
+# 17's release build, build/install, which make PG=18 check-quick and make
+# check-all build first.  Release pass only, as the pipeline's tests.
+if [ "${PGSTRATA_PG:-17}" = 18 ] && [ -z "$FLAVOUR_SUFFIX" ]; then
+	suite upgrade-from-17 env PGSTRATA_OLD_INSTALL="$TOP/build/install" \
+		testmake prove-installcheck PROVE_TESTS="upgrade/*.pl"
+fi
 
 # The contrib modules' own suites, the same way: each module's Makefile
 # through PGXS (USE_PGXS=1) with VPATH, results and temporary instances

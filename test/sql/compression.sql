@@ -3,7 +3,9 @@
 -- compressed, conversions both ways, sizes.
 --
 -- A compressed segment starts with the bytes 'PCS1' ff ff ff 7f; magic(rel)
--- says whether each fork of a relation does.
+-- says whether each fork of a relation does.  A fork never extended is an
+-- empty file, in either format ('empty'): its first extension writes the
+-- header.
 --
 SET allow_in_place_tablespaces = on;
 
@@ -12,6 +14,7 @@ RETURNS text LANGUAGE sql AS $$
 	SELECT CASE substr(pg_read_binary_file(
 				pg_relation_filepath(rel) || fork, 0, 8, true), 1, 8)
 		WHEN '\x50435331ffffff7f'::bytea THEN 'compressed'
+		WHEN ''::bytea THEN 'empty'
 		ELSE 'plain' END
 $$;
 
@@ -152,6 +155,10 @@ SET temp_tablespaces = cts;
 CREATE TEMP TABLE tmp AS SELECT g FROM generate_series(1, 1000) g;
 RESET temp_tablespaces;
 CREATE TABLE in_none (a int) TABLESPACE cts_none;
+INSERT INTO by_default VALUES (1);
+INSERT INTO unlogged VALUES (1);
+INSERT INTO parted VALUES (1);
+INSERT INTO in_none VALUES (1);
 SELECT magic('by_default') AS by_default, magic('unlogged') AS unlogged,
 	   magic('unlogged', '_init') AS unlogged_init, magic('mv') AS mv,
 	   magic('parted_1') AS partition, magic('tmp') AS temp,
