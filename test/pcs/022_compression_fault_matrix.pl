@@ -26,6 +26,14 @@
 # either (a checkpointed image damaged), the read is an ERROR with
 # SQLSTATE XX001 naming the relation and block, and the server stays up.
 #
+# A streaming standby replays the primary's WAL throughout, with its own
+# compressed files (every server compresses its own): after each case it
+# has caught up, its tables hold the rows of its copy of the ledger, and
+# verify_heapam, bt_index_check and the unit check are clean there too.
+# The faults hit the primary only; the standby meets what redo makes of
+# them (new forks and segments made at their first replayed extension,
+# pages relocated by the writes redo does).
+#
 # The build has no small segment size, so segment 1 is reached as in
 # pcs/017: test_pcs_extend_to() makes segment 0 of the main fork full
 # without writing it, and rows then go into segment 1.  A free space map,
@@ -153,6 +161,15 @@ $node->safe_psql('postgres',
 	"SET polar_bulk_extend_size = 0; SELECT add_rows('s', 1, 400)");
 $node->safe_psql('postgres', 'CHECKPOINT');
 
+# The standby, from a base backup of the primary as it is now
+$node->backup('matrix_backup');
+my $standby = PostgreSQL::Test::Cluster->new('fault_matrix_standby');
+$standby->init_from_backup($node, 'matrix_backup', has_streaming => 1);
+$standby->append_conf('postgresql.conf', q(
+max_standby_streaming_delay = -1
+));
+$standby->start;
+
 # rel_path(REL, FORK [, SEGNO]): the path of a segment of a fork, '' if
 # the relation does not exist
 sub rel_path
@@ -206,6 +223,51 @@ sub heapcheck_sql
 	  "SELECT (SELECT count(*) FROM verify_heapam('$tab', endblock => 0)) + "
 	  . "(SELECT count(*) FROM verify_heapam('$tab', startblock => "
 	  . ($RELSEG_SIZE - 1) . '))';
+}
+
+# check_standby(LABEL): the standby has replayed everything, and holds
+# what the primary holds (unlogged tables are not readable there; a
+# damaged table is the primary's alone)
+sub check_standby
+{
+	my ($label) = @_;
+	$node->wait_for_replay_catchup($standby);
+	my @bad;
+	my @live;
+	for my $tab (@tables)
+	{
+		next
+		  if $standby->safe_psql('postgres', "SELECT to_regclass('$tab') IS NULL")
+		  eq 't';
+		push @live, $tab;
+		my $rows = $standby->safe_psql('postgres', rows_sql($tab));
+		my $ledger = $standby->safe_psql('postgres',
+			"SELECT count(*), md5(string_agg(id || ':' || v, ',' ORDER BY id)) "
+			  . "FROM ledger WHERE tab = '$tab'");
+		push @bad, "$tab: rows $rows, ledger $ledger" if $rows ne $ledger;
+	}
+	is("@bad", '', "$label: standby: every table holds the rows of its ledger");
+	is( join(',',
+			map { $standby->safe_psql('postgres', heapcheck_sql($_)) } @live),
+		join(',', map { '0' } @live),
+		"$label: standby: verify_heapam is clean");
+	is( $standby->safe_psql(
+			'postgres',
+			"SELECT bt_index_check('t_pkey', true), bt_index_check('t_v', true)"),
+		'|',
+		"$label: standby: bt_index_check with heapallindexed is clean");
+	my @overlaps;
+	for my $tab (@live)
+	{
+		my $p = $standby->data_dir . '/'
+		  . $standby->safe_psql('postgres',
+			"SELECT pg_relation_filepath('$tab')")
+		  . ($seg1{$tab} ? '.1' : '');
+		next unless -e $p && PgStrata::PcsFile::is_compressed($p);
+		my $o = PgStrata::PcsFile::overlaps($p);
+		push @overlaps, "$tab: $o" if $o ne '';
+	}
+	is("@overlaps", '', "$label: standby: no two blocks share a unit");
 }
 
 # check(LABEL): the invariants every case must leave
@@ -860,9 +922,11 @@ for my $case (@cases)
 	}
 	check($label);
 	$case->{verify}->($label) if $case->{verify};
+	check_standby($label);
 	note sprintf('%s: %.1f s', $label, time - $t0);
 }
 note sprintf('the matrix ran in %.0f s', time - $start);
 
+$standby->stop;
 $node->stop;
 done_testing();
