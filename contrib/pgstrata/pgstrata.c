@@ -107,7 +107,8 @@ pgstrata_fork_stats(SMgrRelation reln, ForkNumber forknum,
 
 		for (BlockNumber b = 0; b < v.nblocks; b++)
 		{
-			const PcsMapEntry *entry = pcs_entry_slot(v.header, b);
+			PcsMapEntry e = pcs_view_entry(&v, b);
+			const PcsMapEntry *entry = &e;
 
 			if (pcs_entry_is_empty(entry))
 			{

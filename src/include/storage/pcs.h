@@ -72,8 +72,8 @@ extern PGDLLIMPORT const PgAioHandleCallbacks aio_pcs_readv_cb;
  */
 typedef struct PcsSegmentView
 {
-	PcsHeader  *header;			/* header and map as mapped: entries through
-								 * pcs_entry_slot(), never written */
+	const PcsHeader *header;	/* the header as mapped */
+	struct PcsSegment *seg;		/* for pcs_view_entry() */
 	BlockNumber segno;
 	BlockNumber nblocks;		/* its block count */
 	uint32		unit_limit;		/* the first unit not handed out */
@@ -83,6 +83,8 @@ typedef struct PcsSegmentView
 
 extern bool pcs_segment_view(SMgrRelation reln, ForkNumber forknum,
 							 BlockNumber segno, PcsSegmentView *view);
+extern PcsMapEntry pcs_view_entry(const PcsSegmentView *view,
+								  BlockNumber segblock);
 extern bool pcs_fork_is_compressed(SMgrRelation reln, ForkNumber forknum);
 
 /* what a dictionary gains on the pages sampled to train it */

@@ -2248,6 +2248,19 @@ pcs_file_size(const char *path, const struct stat *st)
 	return magic == PCS_MAGIC ? (off_t) st->st_blocks * 512 : st->st_size;
 }
 
+/*
+ * The map entry of block segblock of a segment seen through
+ * pcs_segment_view(), empty where its part of the map is a hole: read
+ * through the mapping, a hole would take storage on some file systems, and
+ * raise SIGBUS on a full one (pcs_map_chunk_readable())
+ */
+PcsMapEntry
+pcs_view_entry(const PcsSegmentView *view, BlockNumber segblock)
+{
+	Assert(view->seg != NULL && view->seg->header == view->header);
+	return pcs_map_entry(view->seg, segblock);
+}
+
 /* Is this fork of reln stored compressed?  For callers outside pcs.c. */
 bool
 pcs_fork_is_compressed(SMgrRelation reln, ForkNumber forknum)
@@ -2275,6 +2288,7 @@ pcs_segment_view(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	if (seg == NULL)
 		return false;
 	view->header = seg->header;
+	view->seg = seg;
 	view->segno = segno;
 	view->nblocks = pcs_seg_nblocks(seg);
 	view->unit_limit = pcs_unit_limit(seg);
