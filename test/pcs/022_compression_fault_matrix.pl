@@ -538,6 +538,53 @@ my @cases = (
 		trigger => evict_sql('t', 'main'),
 	},
 	{
+		# a write-back that cannot give the map storage (ENOSPC there):
+		# an ERROR, the page stays dirty and is written later
+		name => 'main seg 1: the first map chunk of a new segment fails',
+		before => sub { make_seg1('s4', 96) },
+		after =>
+		  "SET polar_bulk_extend_size = 0; SELECT add_rows('s4', 1, 50)",
+		point => 'pcs-map-chunk-allocate',
+		action => 'error',
+		trigger => evict_sql('s4', 'main'),
+		verify => sub {
+			my ($label) = @_;
+			$node->safe_psql('postgres', 'CHECKPOINT');
+			is_pcs($label, 's4', 'main', 1);
+		},
+	},
+	{
+		# the first extension of a new table, which writes its header,
+		# fails: its transaction is rolled back, ledger rows included
+		name => 'main seg 0: the header of a new fork cannot be written',
+		before => "CREATE TABLE h1 (id int, v text) TABLESPACE cts",
+		point => 'pcs-create-before-header',
+		action => 'error',
+		trigger => "SELECT add_rows('h1', 1, 300)",
+		verify => sub {
+			my ($label) = @_;
+			ok(-s rel_path('h1', 'main') == 0,
+				"$label: the fork is still an empty file");
+			$node->safe_psql('postgres', "SELECT add_rows('h1', 301, 600)");
+			is_pcs($label, 'h1', 'main');
+		},
+	},
+	{
+		# likewise for a free space map made by an INSERT
+		name => 'fsm seg 0: the header of a new fork cannot be written',
+		before =>
+		  "CREATE TABLE h2 (id int, v text) TABLESPACE cts; SELECT add_rows('h2', 1, 50)",
+		point => 'pcs-create-before-header',
+		action => 'error',
+		trigger => "SELECT add_rows('h2', 51, 1000)",
+		verify => sub {
+			my ($label) = @_;
+			$node->safe_psql('postgres',
+				"SELECT add_rows('h2', 1001, 2000); VACUUM h2");
+			is_pcs($label, 'h2', 'fsm');
+		},
+	},
+	{
 		# pcs_truncate() runs in a critical section: the callback is
 		# loaded beforehand (as in pcs/006)
 		name => 'main seg 0: crash during truncation',
