@@ -99,8 +99,8 @@ small_fs_umount "$LOGDIR/smallfs"
 # 17's release build, build/install, which make PG=18 check-quick and make
 # check-all build first.  Release pass only, as the pipeline's tests.
 if [ "${PGSTRATA_PG:-17}" = 18 ] && [ -z "$FLAVOUR_SUFFIX" ]; then
-	suite upgrade-from-17 env PGSTRATA_OLD_INSTALL="$TOP/build/install" \
-		testmake prove-installcheck PROVE_TESTS="upgrade/*.pl"
+	export PGSTRATA_OLD_INSTALL=$TOP/build/install
+	suite upgrade-from-17 testmake prove-installcheck PROVE_TESTS="upgrade/*.pl"
 fi
 
 # The contrib modules' own suites, the same way: each module's Makefile
