@@ -158,7 +158,6 @@ echo "$files" | perl -I"$TOP/test" -MPgStrata::PcsFile -e '
 use strict;
 use warnings;
 my ($data, $out) = @ARGV;
-my $map = PgStrata::PcsFile::MAP_OFFSET;
 my $area = PgStrata::PcsFile::DATA_OFFSET;
 sub put
 {
@@ -195,9 +194,9 @@ while (my $line = <STDIN>)
 		next;
 	}
 	# the header as pcs_fuzz.c reads it from an input: the first 48 bytes,
-	# then (format 3) the four shared words of sectors 1 to 3
+	# then (formats 3 and 4) the four shared words of sectors 1 to 3
 	my $h = PgStrata::PcsFile::parse_header(substr($file, 0, 2048));
-	my $v3 = $h->{version} == 3;
+	my $v3 = $h->{version} >= 3;
 	my $header = $v3 ?
 	  substr($file, 0, 48) . substr($file, 512, 16) . substr($file, 1024, 8)
 	  . substr($file, 1536, 8) : substr($file, 0, 48);
@@ -205,13 +204,14 @@ while (my $line = <STDIN>)
 	my $unit = $h->{unit_size};
 	my $algo = ord(substr($header, 12, 1));
 	my $nblocks = $h->{nblocks} // die "$path: unsound block count word";
-	$rel = "v3-$rel" if $v3;
+	$rel = "v$h->{version}-$rel" if $v3;
 	put("header-$rel", chr(0) . $header);
 	next if $nblocks == 0;
 	my @entries;
 	for my $b (0 .. $nblocks - 1)
 	{
-		push @entries, substr($file, $map + 16 * $b, 16);
+		push @entries,
+		  substr($file, PgStrata::PcsFile::entry_offset($b, $h->{version}), 16);
 	}
 	# segments cut to their first blocks: header with the count lowered,
 	# the entries, the data area up to the last unit they use
