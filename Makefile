@@ -50,6 +50,9 @@ BUILD := $(TOP)/build
 else ifeq ($(PG),18)
 PATCH_DIR := $(TOP)/patches/18
 BUILD := $(TOP)/build/18
+# 18's io_method = io_uring (compressed forks read through it too)
+PG_CONFIGURE := --with-liburing
+PG_PACKAGES := liburing-dev
 else
 $(error PG=$(PG): the series exists for PostgreSQL 17 and 18 only)
 endif
@@ -76,7 +79,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CONFIGURE_FLAGS := --prefix=$(PREFIX) --with-lz4 --with-zstd --with-icu \
 	--enable-tap-tests --enable-injection-points --enable-debug \
 	--enable-depend $(if $(filter cassert,$(PGSTRATA_FLAVOUR)),--enable-cassert) \
-	$(EXTRA_CONFIGURE)
+	$(PG_CONFIGURE) $(EXTRA_CONFIGURE)
 CCACHE := $(shell command -v ccache 2>/dev/null)
 CC_FOR_BUILD := $(if $(CCACHE),ccache gcc,gcc)
 
@@ -94,7 +97,7 @@ CHECK_DIR := $(BUILD)/check$(FLAVOUR_SUFFIX)
 all: install
 
 deps:
-	@$(TOOLS)/install-deps.sh
+	@$(TOOLS)/install-deps.sh $(PG_PACKAGES)
 
 tree: deps
 	@$(TOOLS)/tree.sh update

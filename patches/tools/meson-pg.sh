@@ -8,14 +8,21 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
-"$TOP/patches/tools/install-deps.sh" meson ninja-build
+# 18 has io_method = io_uring (compressed forks read through it too)
+uring=()
+if [ "${PGSTRATA_PG:-17}" = 18 ]; then
+	uring=(-Dliburing=enabled)
+	"$TOP/patches/tools/install-deps.sh" meson ninja-build liburing-dev
+else
+	"$TOP/patches/tools/install-deps.sh" meson ninja-build
+fi
 "$TOP/patches/tools/tree.sh" update
 
 MESON_BUILD=$BUILD_DIR/meson
 if [ ! -f "$MESON_BUILD/build.ninja" ]; then
 	meson setup "$MESON_BUILD" "$TREE" --prefix="$BUILD_DIR/install" \
 		--buildtype=debugoptimized -Dlz4=enabled -Dzstd=enabled -Dicu=enabled \
-		-Dtap_tests=enabled -Dinjection_points=true >&2
+		-Dtap_tests=enabled -Dinjection_points=true "${uring[@]}" >&2
 fi
 ninja -C "$MESON_BUILD" >&2
 # install_test_files puts the test modules (injection_points) in place too.

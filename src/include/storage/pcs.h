@@ -64,6 +64,8 @@ extern void pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln,
 extern int	pcs_fd(SMgrRelation reln, ForkNumber forknum,
 				   BlockNumber blocknum, uint32 *off);
 extern PGDLLIMPORT const PgAioHandleCallbacks aio_pcs_readv_cb;
+extern Size pcs_aio_shmem_size(void);
+extern void pcs_aio_shmem_init(void);
 #endif
 
 /*

@@ -618,6 +618,9 @@ extern PcsProblem pcs_decode_image(PcsAlgorithm algorithm, uint8 flags,
 extern PcsDict *pcs_dict_prepare(PcsAlgorithm algorithm, int level,
 								 const char *bytes, int len);
 extern void pcs_dict_free(PcsDict *dict);
+extern size_t pcs_dict_place_size(void);
+extern PcsDict *pcs_dict_place(PcsAlgorithm algorithm, const char *bytes,
+							   int len, void *space, size_t size);
 extern int	pcs_dict_train(const char *pages, int npages, char *dict,
 						   int capacity);
 extern int	pcs_dict_capacity(int npages);

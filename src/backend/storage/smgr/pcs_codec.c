@@ -28,6 +28,8 @@
 #include <lz4.h>
 #endif
 #ifdef USE_ZSTD
+/* for ZSTD_initStaticDDict(), which places a dictionary in given memory */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #include <zdict.h>
 #endif
@@ -107,6 +109,8 @@ pcs_compress_bytes(PcsAlgorithm algorithm, int level, const char *src,
 				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_contentSizeFlag, 0);
 				ZSTD_CCtx_setParameter(pcs_zstd_cctx, ZSTD_c_dictIDFlag, 0);
 				/* the entry names the dictionary; its level is the segment's */
+				/* (a dictionary placed by pcs_dict_place() only decodes) */
+				Assert(dict == NULL || dict->cdict != NULL);
 				if (dict != NULL &&
 					ZSTD_isError(ZSTD_CCtx_refCDict(pcs_zstd_cctx, dict->cdict)))
 					return -1;
@@ -369,6 +373,55 @@ pcs_dict_prepare(PcsAlgorithm algorithm, int level, const char *bytes,
 		pcs_dict_free(dict);
 		return NULL;
 	}
+	return dict;
+#else
+	return NULL;
+#endif
+}
+
+/*
+ * Bytes pcs_dict_place() needs for a dictionary of up to
+ * PCS_MAX_DICTIONARY_SIZE bytes; 0 when this build has no zstd
+ */
+size_t
+pcs_dict_place_size(void)
+{
+#ifdef USE_ZSTD
+	return MAXALIGN(sizeof(PcsDict)) +
+		ZSTD_estimateDDictSize(PCS_MAX_DICTIONARY_SIZE, ZSTD_dlm_byCopy);
+#else
+	return 0;
+#endif
+}
+
+/*
+ * Prepare the bytes of a dictionary (len of them) for decoding only, inside
+ * space (size bytes, 8-byte aligned, at least pcs_dict_place_size()), with
+ * no allocation: pointers to it and within it stay valid for any process
+ * that maps space at the same address, so a dictionary placed in shared
+ * memory serves decoding in every backend and I/O worker.  NULL if the
+ * algorithm takes no dictionaries or zstd does not accept the bytes.  It
+ * needs no freeing; it is gone when space is reused.
+ */
+PcsDict *
+pcs_dict_place(PcsAlgorithm algorithm, const char *bytes, int len,
+			   void *space, size_t size)
+{
+#ifdef USE_ZSTD
+	PcsDict    *dict = (PcsDict *) space;
+
+	Assert(((uintptr_t) space) % 8 == 0);
+	if (algorithm != PCS_ALGO_ZSTD || len > PCS_MAX_DICTIONARY_SIZE ||
+		size < pcs_dict_place_size())
+		return NULL;
+	dict->algorithm = algorithm;
+	dict->cdict = NULL;
+	dict->ddict = (ZSTD_DDict *)
+		ZSTD_initStaticDDict((char *) space + MAXALIGN(sizeof(PcsDict)),
+							 size - MAXALIGN(sizeof(PcsDict)),
+							 bytes, len, ZSTD_dlm_byCopy, ZSTD_dct_auto);
+	if (dict->ddict == NULL)
+		return NULL;
 	return dict;
 #else
 	return NULL;

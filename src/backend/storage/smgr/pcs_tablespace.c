@@ -174,10 +174,10 @@ pcs_check_tablespace_options(Datum options, PcsAlgorithm *algorithm,
 
 	/*
 	 * pg_upgrade runs the new cluster with full_page_writes off while it
-	 * restores the old cluster's tablespaces; nothing it writes then needs
-	 * to survive a crash (a failed upgrade starts again from the old
-	 * cluster), and once it has finished the server keeps both settings in
-	 * effect (pcs_enforce_startup_settings()).
+	 * restores the old cluster's tablespaces; nothing it writes then needs to
+	 * survive a crash (a failed upgrade starts again from the old cluster),
+	 * and once it has finished the server keeps both settings in effect
+	 * (pcs_enforce_startup_settings()).
 	 */
 	if (IsBinaryUpgrade)
 		return;
@@ -441,7 +441,12 @@ pcs_in_use_file_exists(void)
 Size
 pcs_cluster_shmem_size(void)
 {
-	return add_size(sizeof(PcsClusterState), pcs_free_shmem_size());
+	Size		size = add_size(sizeof(PcsClusterState), pcs_free_shmem_size());
+
+#if PG_VERSION_NUM >= 180000
+	size = add_size(size, pcs_aio_shmem_size());
+#endif
+	return size;
 }
 
 /*
@@ -458,6 +463,9 @@ pcs_cluster_shmem_init(void)
 	if (!found)
 		PcsCluster->in_use = pcs_in_use_file_exists();
 	pcs_free_shmem_init();
+#if PG_VERSION_NUM >= 180000
+	pcs_aio_shmem_init();
+#endif
 }
 
 /*

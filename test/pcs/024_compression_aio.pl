@@ -1,0 +1,201 @@
+
+# Copyright (c) 2026, pgstrata developers
+
+# Asynchronous reads of compressed forks (PostgreSQL 18; README.pcs,
+# "Asynchronous reads"), with each io_method this build has:
+#
+# 1. Rows read back through AIO are a plain ledger's, with images
+#    compressed with and without a dictionary, after the buffers were
+#    evicted; with io_method = worker the I/O workers perform the reads
+#    (they open the segment: the synchronous fallback never makes them),
+#    also of pages whose images need a dictionary (decoded in the worker
+#    with the copy in shared memory).
+# 2. Reads after updates, checkpoints and evictions (pages move in the
+#    file) still give the ledger's rows, and amcheck is clean.
+# 3. A damaged image of the main fork is an ERROR with
+#    ERRCODE_DATA_CORRUPTED naming the relation and block, the server stays
+#    up; a damaged FSM image is zeroed with a WARNING and inserts go on.
+
+use strict;
+use warnings FATAL => 'all';
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use PgStrata::PcsFile;
+
+my $probe = PostgreSQL::Test::Cluster->new('aio_probe');
+if ($probe->pg_version < 18)
+{
+	plan skip_all => 'asynchronous I/O exists from PostgreSQL 18 on';
+}
+
+# io_uring where the build has it and the kernel lets the server start
+# with it; worker and sync always
+my @methods = ('worker', 'sync');
+{
+	$probe->init;
+	$probe->append_conf('postgresql.conf', "io_method = io_uring\n");
+	if ($probe->start(fail_ok => 1))
+	{
+		push @methods, 'io_uring';
+		$probe->stop;
+	}
+	else
+	{
+		note 'io_uring: this build or kernel cannot start with it';
+	}
+}
+
+# Rows of varying length from a small vocabulary (numbers, a date, a
+# comment of 10 to 80 words), in t (compressed) and ledger (plain)
+sub fill
+{
+	my ($node, $from, $to) = @_;
+	$node->safe_psql('postgres', qq(
+INSERT INTO t SELECT g, (g * 7919 % 100000) / 100.0,
+	date '1992-01-01' + (g * 31 % 2500),
+	(SELECT string_agg((ARRAY['carefully','final','deposits','detect',
+		'slyly','furiously','regular','accounts','ironic','packages',
+		'quickly','pending','requests','express','theodolites','boost'])
+		[1 + (g * k * 13) % 16], ' ')
+	 FROM generate_series(1, 10 + g % 70) k)
+	FROM generate_series($from, $to) g;
+INSERT INTO ledger SELECT * FROM t WHERE id BETWEEN $from AND $to;
+));
+}
+
+# same(NODE): do t and the plain ledger hold the same rows?
+sub same
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres', q(
+SELECT (SELECT md5(string_agg(t::text, '|' ORDER BY id)) FROM t) =
+	   (SELECT md5(string_agg(l::text, '|' ORDER BY id)) FROM ledger l)));
+}
+
+# evict(NODE): t's pages leave shared buffers, so that reads go to storage
+sub evict
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q(
+SELECT pg_buffercache_evict_relation('t');
+SELECT pg_buffercache_evict_relation('t_pkey');));
+}
+
+# worker_has_open(NODE, PATH): does an I/O worker have PATH open?
+sub worker_has_open
+{
+	my ($node, $path) = @_;
+	my @pids = split /\n/, $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'io worker'");
+	for my $pid (@pids)
+	{
+		opendir(my $dh, "/proc/$pid/fd") or next;
+		for my $fd (readdir $dh)
+		{
+			my $target = readlink("/proc/$pid/fd/$fd");
+			next unless defined $target;
+			return 1 if $target eq $path;
+		}
+		closedir $dh;
+	}
+	return 0;
+}
+
+for my $method (@methods)
+{
+	my $node = PostgreSQL::Test::Cluster->new("aio_$method");
+	$node->init;
+	$node->append_conf('postgresql.conf', qq(
+io_method = $method
+wal_log_hints = on
+allow_in_place_tablespaces = on
+autovacuum = off
+shared_buffers = 16MB
+));
+	$node->start;
+	$node->safe_psql('postgres', q(
+CREATE EXTENSION amcheck;
+CREATE EXTENSION pgstrata;
+CREATE EXTENSION pg_buffercache;
+CREATE EXTENSION pg_freespacemap;
+CREATE EXTENSION pg_prewarm;
+CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
+CREATE TABLE t (id int PRIMARY KEY USING INDEX TABLESPACE cts, qty numeric,
+				placed date, note text) TABLESPACE cts;
+CREATE TABLE ledger (LIKE t);
+));
+	fill($node, 1, 30000);
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	my $path = PgStrata::PcsFile::relation_path($node, 'postgres', 't');
+	my $pages = $node->safe_psql('postgres',
+		"SELECT pg_relation_size('t') / 8192");
+
+	# 1. without a dictionary, then with one on every page
+	evict($node);
+	is(same($node), 't', "$method: rows read back without a dictionary are the ledger's");
+	$node->safe_psql('postgres',
+		"SELECT count(*) FROM pgstrata_train_dictionary('t', true); CHECKPOINT;");
+	is($node->safe_psql('postgres', q(
+SELECT dictionary_pages > stored_pages / 2 FROM pgstrata_relation_compression('t')
+WHERE fork = 'main')), 't', "$method: most images of t use a dictionary now");
+
+	# the I/O workers start with nothing open
+	$node->restart;
+	evict($node);
+	if ($method eq 'worker')
+	{
+		is(worker_has_open($node, $path), 0,
+			'worker: no I/O worker has the segment open after a restart');
+		# only pages past the first half, whose images use the dictionary
+		$node->safe_psql('postgres',
+			"SELECT pg_prewarm('t', 'buffer', 'main', $pages / 2, $pages - 1)");
+		is(worker_has_open($node, $path), 1,
+			'worker: an I/O worker read pages of t that need a dictionary');
+	}
+	is(same($node), 't', "$method: rows read back with a dictionary are the ledger's");
+
+	# 2. reads after updates that move pages, checkpoints and evictions
+	for my $round (1 .. 8)
+	{
+		$node->safe_psql('postgres', qq(
+UPDATE t SET note = note || ' again', qty = qty + 1 WHERE id % 97 = $round;
+UPDATE ledger SET note = note || ' again', qty = qty + 1 WHERE id % 97 = $round;
+));
+		$node->safe_psql('postgres', 'CHECKPOINT') if $round % 2 == 0;
+		evict($node);
+		is(same($node), 't', "$method: round $round, rows are the ledger's after pages moved");
+	}
+	is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('t')"),
+		'0', "$method: verify_heapam finds nothing");
+	$node->safe_psql('postgres', "SELECT bt_index_check('t_pkey', true)");
+	pass("$method: bt_index_check with heapallindexed is clean");
+
+	# 3. damaged images, read asynchronously
+	$node->safe_psql('postgres', 'VACUUM t; CHECKPOINT');
+	my $fsm = "${path}_fsm";
+	ok(-s $fsm && PgStrata::PcsFile::is_compressed($fsm),
+		"$method: t has a compressed FSM");
+	$node->stop;
+	PgStrata::PcsFile::flip_image($path, 5);
+	PgStrata::PcsFile::flip_image($fsm, 0);
+	$node->start;
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"SELECT sum(length(note)) FROM t", extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($err, qr/ERROR:  XX001: invalid compressed page in block 5 of relation (pg_tblspc|base)\S+/,
+		"$method: a damaged image is XX001 naming relation and block");
+	is($node->safe_psql('postgres', 'SELECT 1'), '1',
+		"$method: the server is up after it");
+	($ret, $out, $err) = $node->psql('postgres',
+		"SELECT count(*) > 0 FROM pg_freespace('t'); INSERT INTO t VALUES (0, 0, NULL, 'x');");
+	is($ret, 0, "$method: a damaged FSM image does not stop reads of the FSM nor inserts");
+	like($err, qr/WARNING:  invalid page in block 0 of relation "?\S+_fsm"?; zeroing out page/,
+		"$method: ... it is zeroed with the buffer manager's WARNING");
+	like(slurp_file($node->logfile),
+		qr/invalid compressed page in block 0 of relation \S+_fsm\n.*DETAIL:  The checksum of the block's image does not match/,
+		"$method: ... and the server's log says what was wrong with the image");
+	$node->stop;
+}
+
+done_testing();
