@@ -145,10 +145,10 @@ check-all: check
 endif
 
 # On 18 the suites include pg_upgrade from 17 (test/upgrade), which needs
-# 17's release build too.
+# 17's release build too (whatever the flavour of this run).
 ifeq ($(PG),18)
 check-quick: install
-	@$(MAKE) --no-print-directory PG=17 PG_TARBALL_FILE= install
+	@PGSTRATA_FLAVOUR= $(MAKE) --no-print-directory PG=17 PG_TARBALL_FILE= install
 	@$(TOP)/test/run-checks.sh
 else
 check-quick: install

@@ -39,9 +39,12 @@ CG=/sys/fs/cgroup/blkio/pgscan
 [ "$(id -u)" = 0 ] || { echo "error: run as root: the read throttle is a control group" >&2; exit 1; }
 [ -d /sys/fs/cgroup/blkio ] || { echo "error: no cgroup v1 blkio controller" >&2; exit 1; }
 ensure_test_user
+bin_of()
+{
+	if [ "$1" = 18 ]; then echo "$TOP/build/18/install/bin"; else echo "$TOP/build/install/bin"; fi
+}
 for major in 17 18; do
-	bin=$TOP/build$([ $major = 18 ] && echo /18)/install/bin
-	[ -x "$bin/postgres" ] || { echo "error: no $major build at $bin (make PG=$major)" >&2; exit 1; }
+	[ -x "$(bin_of $major)/postgres" ] || { echo "error: no $major build at $(bin_of $major) (make PG=$major)" >&2; exit 1; }
 done
 
 dev=$(lsblk -no MAJ:MIN "$(findmnt -no SOURCE /)" | head -1 | tr -d ' ')
@@ -50,7 +53,6 @@ mkdir -p "$CG"
 echo "$dev $((MBPS * 1024 * 1024))" >"$CG/blkio.throttle.read_bps_device"
 
 as_user() { runuser -u "$TEST_USER" -- "$@"; }
-bin_of() { echo "$TOP/build$([ "$1" = 18 ] && echo /18)/install/bin"; }
 psql_of()
 {
 	local major=$1
@@ -79,9 +81,9 @@ cleanup()
 }
 trap cleanup EXIT
 
-# A cluster per major release, with the same rows: numbers, a date and a
-# comment of 10 to 80 words from a small vocabulary (rows of varying
-# length; about 2.5x with zstd per page)
+# A cluster per major release, with the same rows: numbers, a date, 32 hex
+# digits that do not compress much and a comment of 10 to 80 words from a
+# small vocabulary (rows of varying length)
 declare -A port method
 rm -rf "$WORK"
 mkdir -p "$WORK"
@@ -102,8 +104,8 @@ CONF
 	start $major
 	psql_of $major -c "CREATE EXTENSION pg_buffercache" \
 		-c "CREATE TABLESPACE cts LOCATION '$WORK/$major/cts' WITH (compression = 'zstd')" \
-		-c "CREATE TABLE p AS SELECT g AS id, (g * 7919 % 100000) / 100.0 AS qty,
-				date '1992-01-01' + (g * 31 % 2500) AS placed,
+		-c "CREATE TABLE p AS SELECT g AS id, (g::bigint * 7919 % 100000) / 100.0 AS qty,
+				date '1992-01-01' + (g * 31 % 2500) AS placed, md5(g::text) AS code,
 				(SELECT string_agg((ARRAY['carefully','final','deposits','detect',
 					'slyly','furiously','regular','accounts','ironic','packages',
 					'quickly','pending','requests','express','theodolites','boost'])

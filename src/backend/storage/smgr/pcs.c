@@ -3050,7 +3050,8 @@ pcs_aio_unpin_dictionary(int i)
 /*
  * Plan an asynchronous read of up to maxblocks blocks of seg from segblock
  * on (see above): the number of blocks the plan takes, 0 if none, with the
- * plan in *plan and the dictionary its images use (0 for none) in *dict.
+ * plan in *plan, the dictionary its images use (0 for none) in *dict and
+ * where in the file the read starts in *offset.
  * Each block taken must have a sound entry (the first a non-empty one), its
  * image must follow the previous one in the file with a gap of at most
  * PCS_COALESCE_GAP, all images use one dictionary or none, and the layout
@@ -3061,7 +3062,7 @@ pcs_aio_unpin_dictionary(int i)
  */
 static int
 pcs_aio_plan(PcsSegment *seg, BlockNumber segblock, int maxblocks,
-			 PcsAioPlan *plan, int *dict)
+			 PcsAioPlan *plan, int *dict, uint64 *offset)
 {
 	uint64		first_off = 0;
 	uint64		end = 0;
@@ -3151,6 +3152,7 @@ pcs_aio_plan(PcsSegment *seg, BlockNumber segblock, int maxblocks,
 	}
 	Assert(plan->span_start >= PCS_AIO_PLAN_SIZE(taken));
 	*dict = taken_dict;
+	*offset = first_off;
 	return taken;
 }
 
@@ -3162,6 +3164,7 @@ pcs_maxcombine(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum)
 	PcsSegment *seg;
 	PcsAioPlan	plan;
 	int			dict;
+	uint64		offset;
 	int			n;
 
 	if (!pcs_is_compressed(reln, forknum))
@@ -3177,7 +3180,7 @@ pcs_maxcombine(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum)
 	if (seg == NULL)
 		return left;
 	n = pcs_aio_plan(seg, blocknum % RELSEG_SIZE,
-					 Min(left, MAX_IO_COMBINE_LIMIT), &plan, &dict);
+					 Min(left, MAX_IO_COMBINE_LIMIT), &plan, &dict, &offset);
 	return n > 0 ? n : left;
 }
 
@@ -3225,6 +3228,7 @@ pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
 	PcsSegment *seg;
 	PcsAioPlan	plan;
 	struct iovec *iov;
+	uint64		offset = 0;
 	int			dict = 0;
 	int			slot = -1;
 	int			n = 0;
@@ -3241,7 +3245,8 @@ pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
 
 	seg = pcs_getseg(reln, forknum, blocknum / RELSEG_SIZE, false);
 	if (seg != NULL)
-		n = pcs_aio_plan(seg, blocknum % RELSEG_SIZE, nblocks, &plan, &dict);
+		n = pcs_aio_plan(seg, blocknum % RELSEG_SIZE, nblocks, &plan, &dict,
+						 &offset);
 	if (n > 0 && dict != 0)
 	{
 		slot = pcs_aio_pin_dictionary(reln, seg, dict);
@@ -3286,9 +3291,7 @@ pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
 	pgaio_io_set_target_smgr(ioh, reln, forknum, blocknum, nblocks, false);
 	pgaio_io_register_callbacks(ioh, PGAIO_HCB_PCS_READV,
 								slot >= 0 ? PCS_AIO_SLOT0 + slot : PCS_AIO_PLAIN);
-	if (FileStartReadV(ioh, seg->vfd, nblocks,
-					   pcs_unit_offset(pcs_map_entry(seg, blocknum % RELSEG_SIZE).first_unit,
-									   seg->shift),
+	if (FileStartReadV(ioh, seg->vfd, nblocks, offset,
 					   WAIT_EVENT_DATA_FILE_READ) != 0)
 	{
 		int			save_errno = errno;
