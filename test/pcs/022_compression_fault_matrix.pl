@@ -12,7 +12,9 @@
 #     write, relocation, reuse, truncation, unlink, fork and segment
 #     creation, map chunk, growth and sync paths (action 'wait') and the
 #     server is killed there ($node->stop('immediate')), or the point fails
-#     the operation (action 'error');
+#     the operation (action 'error': an I/O error or a full disk there),
+#     and for failed writes the server is then killed before the page is
+#     written again;
 # (b) operating system crashes that lose unsynced writes, staged with the
 #     server stopped: the segment file spliced from its copy at the last
 #     checkpoint and its current bytes at 512-byte or 4 kB boundaries, its
@@ -497,6 +499,17 @@ sub init_files
 	return scalar @f;
 }
 
+# crash_and_check(LABEL): after a failed write, the server killed before
+# the page is written again, then the checks once more
+sub crash_and_check
+{
+	my ($label) = @_;
+	$node->stop('immediate');
+	ok($node->start(fail_ok => 1),
+		"$label: the server starts after a crash that followed the failure");
+	check("$label, then a crash");
+}
+
 # The cases.  name: fork, segment and fault; before: SQL run before the
 # checkpoint the OS crashes go back to; after: SQL committed after it;
 # point, action, trigger (and global, load, until, error): a fault of class
@@ -529,6 +542,41 @@ my @cases = (
 		point => 'pcs-write-reuse',
 		action => 'wait',
 		trigger => evict_sql('t', 'main'),
+	},
+	{
+		# an I/O error after the image went over the old one in place,
+		# before the entry says so: the buffer stays dirty and is written
+		# again; a crash before that leaves an image its entry does not
+		# describe, which redo restores from the full-page image the
+		# change logged
+		name => 'main seg 0: an in-place write fails after its image',
+		after => 'UPDATE t SET v = v WHERE id BETWEEN 201 AND 400',
+		point => 'pcs-write-after-image',
+		action => 'error',
+		trigger => evict_sql('t', 'main'),
+		verify => \&crash_and_check,
+	},
+	{
+		# the grown image is in fresh units, the entry still points to
+		# the old ones: both stay as they were on disk
+		name => 'main seg 0: a relocating write fails',
+		after => "SELECT grow_rows('t', 2601, 2900)",
+		point => 'pcs-write-relocate',
+		action => 'error',
+		trigger => evict_sql('t', 'main'),
+		verify => \&crash_and_check,
+	},
+	{
+		# units claimed from the pool of freed ones, then the write
+		# fails: they are lost to this life of the server (garbage, found
+		# free again by the next one), never handed out twice
+		name => 'main seg 0: a write into reused units fails',
+		before => "SELECT del_rows('t', 4001, 4500); VACUUM t",
+		after => "SELECT grow_rows('t', 2901, 3200)",
+		point => 'pcs-write-reuse',
+		action => 'error',
+		trigger => evict_sql('t', 'main'),
+		verify => \&crash_and_check,
 	},
 	{
 		name => 'main seg 0: growth of the file fails',

@@ -33,14 +33,18 @@
 #
 # Environment: ROUNDS (3), SECONDS_PER_RUN (30), THREADS (2), TABLES (4),
 # TABLE_SIZE (250000), SCENARIOS ("shared_buffers page_cache"), CONTROL (0),
-# WORKLOADS ("oltp_read_only oltp_write_only oltp_read_write").
+# WORKLOADS ("oltp_read_only oltp_write_only oltp_read_write"), RAND_TYPE
+# (sysbench's --rand-type: special, its default, where a few rows are hot;
+# uniform, where most reads miss shared buffers), PGSTRATA_PG (17; 18 runs
+# PostgreSQL 18's build) and IO_METHOD (18's io_method; its default if
+# unset).
 
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$TOP/test/lib.sh"
-BIN=$TOP/build/install/bin
-WORK=$TOP/build/bench/speed
+BIN=$PG_INSTALL/bin
+WORK=$BUILD_ROOT/bench/speed
 OUT=${1:-/dev/stdout}
 ROUNDS=${ROUNDS:-3}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-30}
@@ -50,7 +54,10 @@ TABLE_SIZE=${TABLE_SIZE:-250000}
 SCENARIOS=${SCENARIOS:-"shared_buffers page_cache"}
 CONTROL=${CONTROL:-0}
 WORKLOADS=${WORKLOADS:-"oltp_read_only oltp_write_only oltp_read_write"}
-export ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS CONTROL WORKLOADS
+RAND_TYPE=${RAND_TYPE:-special}
+IO_METHOD=${IO_METHOD:-}
+export ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS CONTROL WORKLOADS \
+	RAND_TYPE IO_METHOD PGSTRATA_PG
 DBS=(plain compressed)
 [ "$CONTROL" = 1 ] && DBS+=(control)
 
@@ -66,6 +73,7 @@ checkpoint_timeout = 5min
 max_connections = 50
 include_if_exists = 'scenario.conf'
 EOF
+[ -z "$IO_METHOD" ] || echo "io_method = $IO_METHOD" >>"$WORK/data/postgresql.conf"
 
 start() { bench_start "$WORK"; }
 stop() { bench_stop "$WORK"; }
@@ -136,6 +144,7 @@ for scenario in $SCENARIOS; do
 				d0=$(disk_read_bytes)
 				c0=$(server_cpu_ticks "$WORK/data")
 				t=$(sb "$db" "$workload" run --threads="$THREADS" --time="$SECONDS_PER_RUN" \
+					--rand-type="$RAND_TYPE" \
 					--report-interval=0 2>&1 | awk '/transactions:/ {gsub(/[()]/, "", $3); print $3}')
 				sleep 1	# the postmaster reaps the run's backends
 				c1=$(server_cpu_ticks "$WORK/data")
@@ -174,7 +183,7 @@ compare()
 {
 	echo "# Compressed tablespaces: sysbench throughput"
 	echo
-	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE CONTROL=$CONTROL SCENARIOS=\"$SCENARIOS\" WORKLOADS=\"$WORKLOADS\")"
+	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE CONTROL=$CONTROL SCENARIOS=\"$SCENARIOS\" WORKLOADS=\"$WORKLOADS\" RAND_TYPE=$RAND_TYPE PGSTRATA_PG=${PGSTRATA_PG:-17} IO_METHOD=$IO_METHOD)"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -sr); sysbench and the server on the same machine"
 	echo "- server: $("$BIN/postgres" --version); wal_log_hints on; tablespace WITH (compression = 'zstd'), level 1"
