@@ -7,7 +7,7 @@
 #
 # One throwaway cluster (build/bench/speed) with two databases holding the
 # same sysbench data (TABLES x TABLE_SIZE rows): "plain" in pg_default and
-# "compressed" created in a tablespace WITH (compression = 'zstd').  For each
+# "compressed" created in a tablespace WITH (compression = ALGORITHM).  For each
 # scenario the server restarts with its shared_buffers, then oltp_read_only,
 # oltp_write_only and oltp_read_write run for SECONDS each, alternating plain
 # and compressed ROUNDS times, the order rotating each round (A B, B A, ...)
@@ -36,8 +36,8 @@
 # WORKLOADS ("oltp_read_only oltp_write_only oltp_read_write"), RAND_TYPE
 # (sysbench's --rand-type: special, its default, where a few rows are hot;
 # uniform, where most reads miss shared buffers), PGSTRATA_PG (17; 18 runs
-# PostgreSQL 18's build) and IO_METHOD (18's io_method; its default if
-# unset).
+# PostgreSQL 18's build), IO_METHOD (18's io_method; its default if
+# unset) and ALGORITHM (zstd; or lz4).
 
 set -euo pipefail
 
@@ -56,8 +56,9 @@ CONTROL=${CONTROL:-0}
 WORKLOADS=${WORKLOADS:-"oltp_read_only oltp_write_only oltp_read_write"}
 RAND_TYPE=${RAND_TYPE:-special}
 IO_METHOD=${IO_METHOD:-}
+ALGORITHM=${ALGORITHM:-zstd}
 export ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS CONTROL WORKLOADS \
-	RAND_TYPE IO_METHOD PGSTRATA_PG
+	RAND_TYPE IO_METHOD ALGORITHM PGSTRATA_PG
 DBS=(plain compressed)
 [ "$CONTROL" = 1 ] && DBS+=(control)
 
@@ -89,7 +90,7 @@ sb()
 }
 
 start
-psql -d postgres -c "CREATE TABLESPACE cts LOCATION '$WORK/cts' WITH (compression = 'zstd')"
+psql -d postgres -c "CREATE TABLESPACE cts LOCATION '$WORK/cts' WITH (compression = '$ALGORITHM')"
 psql -d postgres -c "CREATE DATABASE plain" -c "CREATE DATABASE compressed TABLESPACE cts"
 [ "$CONTROL" = 1 ] && psql -d postgres -c "CREATE DATABASE control"
 for db in "${DBS[@]}"; do
@@ -183,10 +184,10 @@ compare()
 {
 	echo "# Compressed tablespaces: sysbench throughput"
 	echo
-	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE CONTROL=$CONTROL SCENARIOS=\"$SCENARIOS\" WORKLOADS=\"$WORKLOADS\" RAND_TYPE=$RAND_TYPE PGSTRATA_PG=${PGSTRATA_PG:-17} IO_METHOD=$IO_METHOD)"
+	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE CONTROL=$CONTROL SCENARIOS=\"$SCENARIOS\" WORKLOADS=\"$WORKLOADS\" RAND_TYPE=$RAND_TYPE ALGORITHM=$ALGORITHM PGSTRATA_PG=${PGSTRATA_PG:-17} IO_METHOD=$IO_METHOD)"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -sr); sysbench and the server on the same machine"
-	echo "- server: $("$BIN/postgres" --version); wal_log_hints on; tablespace WITH (compression = 'zstd'), level 1"
+	echo "- server: $("$BIN/postgres" --version); wal_log_hints on; tablespace WITH (compression = '$ALGORITHM'), its default level"
 	if [ -n "${PGSTRATA_RIG:-}" ]; then
 		echo "- the server ran in the I/O-bound rig for all scenarios: ${PGSTRATA_RIG_DESC:-}"
 	else
