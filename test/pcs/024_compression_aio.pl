@@ -14,7 +14,8 @@
 #    file) still give the ledger's rows, and amcheck is clean.
 # 3. A damaged image of the main fork is an ERROR with
 #    ERRCODE_DATA_CORRUPTED naming the relation and block, the server stays
-#    up; a damaged FSM image is zeroed with a WARNING and inserts go on.
+#    up; a damaged FSM image is zeroed with a WARNING and inserts go on; an
+#    image cut short by the end of the file is an ERROR naming its block.
 
 use strict;
 use warnings FATAL => 'all';
@@ -195,6 +196,28 @@ UPDATE ledger SET note = note || ' again', qty = qty + 1 WHERE id % 97 = $round;
 	like(slurp_file($node->logfile),
 		qr/invalid compressed page in block 0 of relation \S+_fsm\n.*DETAIL:  The checksum of the block's image does not match/,
 		"$method: ... and the server's log says what was wrong with the image");
+
+	# a file shorter than its map says (the end of the image that ends
+	# last cut off): the blocks before come in, and the one cut is XX001
+	# naming it (its entry now points past the file's allocated data, so
+	# it is found before any read is planned)
+	$node->stop;
+	my ($last, $end) = (-1, 0);
+	for my $be (PgStrata::PcsFile::entries($path))
+	{
+		my ($b, $e) = @$be;
+		next if $e->{stored} == 0;
+		my $stop = PgStrata::PcsFile::image_offset($e) + $e->{stored};
+		($last, $end) = ($b, $stop) if $stop > $end;
+	}
+	truncate($path, $end - 10) or die "truncate $path: $!";
+	$node->start;
+	($ret, $out, $err) = $node->psql('postgres',
+		"SET enable_seqscan = off; SELECT sum(length(note)) FROM t WHERE ctid >= '($last,0)'",
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($err,
+		qr/ERROR:  XX001: invalid compressed page in block $last of relation \S+\nDETAIL:  The block's (image is cut short|map entry points past the allocated data)/,
+		"$method: an image cut short by the end of the file is XX001 naming block $last");
 	$node->stop;
 }
 

@@ -2806,6 +2806,9 @@ pcs_readv(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 /* Prepared dictionaries kept in shared memory for decoding in any process */
 #define PCS_AIO_DICT_SLOTS	32
 
+StaticAssertDecl(PCS_AIO_SLOT0 + PCS_AIO_DICT_SLOTS - 1 <= PG_UINT8_MAX,
+				 "a dictionary slot must fit the callback's cb_data");
+
 /* What the completion knows of one block's image */
 typedef struct PcsAioImage
 {
@@ -3434,7 +3437,13 @@ pcs_aio_readv_complete(PgAioHandle *ioh, PgAioResult prior_result,
 				.error_data = PCS_AIO_DAMAGE(problem, i),
 			};
 
-			if (!plan.damaged_invalid || problem == PCS_IMAGE_CUT_SHORT)
+			/*
+			 * Bytes missing past the first block may be a short read: the
+			 * next I/O starts there.  Otherwise, and for the first block (a
+			 * file shorter than its map), the image is damaged.
+			 */
+			if ((problem == PCS_IMAGE_CUT_SHORT && i > 0) ||
+				!plan.damaged_invalid)
 				break;
 			/* the buffer manager zeroes it with its WARNING; the log says why */
 			pgaio_result_report(damage, td, LOG_SERVER_ONLY);
