@@ -31,11 +31,21 @@ if [ "$(id -u)" = 0 ]; then
 	chown -R "$TEST_USER:" "$OBJ"
 fi
 
+# 18's ecpg preprocessor TAP tests run in the source tree and write the C
+# files they make next to their inputs there: let the test user write that
+# directory, and take the files away afterwards (the tree must stay as the
+# series made it).
+ecpg_t=$BUILD_ROOT/postgresql/src/interfaces/ecpg/preproc/t
+if [ -d "$ecpg_t" ] && [ "$(id -u)" = 0 ]; then
+	chown "$TEST_USER:" "$ecpg_t"
+fi
+
 echo "--- make check-world -j$JOBS in $OBJ (log: $log)"
 as_test_user "$LOGDIR/home" env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS \
 	make -C "$OBJ" -k -j"$JOBS" check-world >"$log" 2>&1
 rc=$?
 elapsed=$(($(date +%s) - start))
+[ -d "$ecpg_t" ] && rm -f "$ecpg_t"/*.c
 
 read -r passed failed skipped < <(count_results "$log")
 if [ $rc -ne 0 ]; then
