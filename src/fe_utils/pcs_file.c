@@ -15,7 +15,9 @@
  * Copies that write every byte of a compressed segment fill its map, 2 MB
  * per segment that the server leaves sparse; pcs_sparse_write() lets a
  * program that writes files from a stream (pg_basebackup, pg_upgrade
- * --copy) leave the map's pages of zeros out.
+ * --copy) leave the map's pages of zeros out, and pcs_copy_file_range()
+ * does the same for copies made with copy_file_range(), which copies holes
+ * as zeros on file systems that cannot share extents (ext4).
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -27,6 +29,7 @@
 #include "postgres_fe.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/file_perm.h"
@@ -139,6 +142,87 @@ pcs_sparse_finish(PcsSparseFile *state, int fd, const char *path)
 	if (state->segment && ftruncate(fd, state->offset) != 0)
 		pg_fatal("could not write to file \"%s\": %m", path);
 }
+
+#ifdef HAVE_COPY_FILE_RANGE
+
+/* Copy the bytes [start, end) of src into dest at the same offsets */
+static void
+pcs_copy_range(int src_fd, int dest_fd, const char *src, const char *dest,
+			   off_t start, off_t end)
+{
+	off_t		in = start;
+	off_t		out = start;
+
+	while (in < end)
+	{
+		ssize_t		nbytes;
+
+		nbytes = copy_file_range(src_fd, &in, dest_fd, &out,
+								 Min(end - in, 1024 * 1024 * 1024), 0);
+		if (nbytes < 0)
+			pg_fatal("error while copying file range from \"%s\" to \"%s\": %m",
+					 src, dest);
+		if (nbytes == 0)
+			pg_fatal("file \"%s\" ended at offset %lld while it was copied, expected %lld",
+					 src, (long long) in, (long long) end);
+	}
+}
+
+/*
+ * Copy the open file src into the empty file dest with copy_file_range() if
+ * it is a compressed segment: its header and data area whole, of its map
+ * only the ranges that hold data, as SEEK_DATA and SEEK_HOLE find them.
+ * Leaves src_fd's offset at its end, so that a caller's loop copying from
+ * the current offset to the end finds nothing more to copy.  Returns false,
+ * having copied nothing, for any other file.
+ */
+bool
+pcs_copy_file_range(int src_fd, int dest_fd, const char *src,
+					const char *dest)
+{
+	struct stat st;
+	off_t		map_end;
+	off_t		pos;
+
+	if (!pcs_fd_is_segment(src_fd, src))
+		return false;
+	if (fstat(src_fd, &st) < 0)
+		pg_fatal("could not stat file \"%s\": %m", src);
+
+	pcs_copy_range(src_fd, dest_fd, src, dest, 0,
+				   Min(st.st_size, PCS_MAP_OFFSET));
+	map_end = Min(st.st_size, PCS_DATA_OFFSET);
+	for (pos = PCS_MAP_OFFSET; pos < map_end;)
+	{
+		off_t		data = lseek(src_fd, pos, SEEK_DATA);
+		off_t		hole;
+
+		/* ENXIO: no data at or after pos, the rest of the map is a hole */
+		if (data < 0 && errno == ENXIO)
+			break;
+		if (data < 0)
+			pg_fatal("could not seek in file \"%s\": %m", src);
+		if (data >= map_end)
+			break;
+		hole = lseek(src_fd, data, SEEK_HOLE);
+		if (hole < 0)
+			pg_fatal("could not seek in file \"%s\": %m", src);
+		pcs_copy_range(src_fd, dest_fd, src, dest, data, Min(hole, map_end));
+		pos = hole;
+	}
+	if (st.st_size > PCS_DATA_OFFSET)
+		pcs_copy_range(src_fd, dest_fd, src, dest, PCS_DATA_OFFSET,
+					   st.st_size);
+
+	/* the copy may end in a hole of the map */
+	if (ftruncate(dest_fd, st.st_size) != 0)
+		pg_fatal("could not write to file \"%s\": %m", dest);
+	if (lseek(src_fd, st.st_size, SEEK_SET) < 0)
+		pg_fatal("could not seek in file \"%s\": %m", src);
+	return true;
+}
+
+#endif							/* HAVE_COPY_FILE_RANGE */
 
 /*
  * Copy the file that says compressed forks may exist (PCS_IN_USE_FILE) from

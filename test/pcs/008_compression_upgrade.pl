@@ -10,8 +10,9 @@
 #   use the same version directory), and leaves it intact;
 # - compressed files outside a compressed tablespace (a database moved to
 #   pg_default with ALTER DATABASE SET TABLESPACE keeps them) go through
-#   pg_upgrade --copy and --link: the new cluster reads them, they are
-#   still compressed (and --copy keeps their map sparse), pg_dumpall gives
+#   pg_upgrade --copy, --copy-file-range and --link: the new cluster reads
+#   them, they are still compressed (and both copies keep their map
+#   sparse), pg_dumpall gives
 #   the same output, amcheck is clean, and the new cluster has the file
 #   that says compressed relations may exist (README.pcs, "Hint bits and
 #   full-page images").
@@ -165,6 +166,21 @@ ok(-s $copied > 2101248 && (stat $copied)[12] * 512 < (-s $copied) - 1024 * 1024
 	'the copy of a compressed segment keeps its 2 MB map sparse');
 check_new($new1, 'copy');
 $new1->stop;
+
+# copy_file_range() copies holes as zeros where the file system cannot
+# share extents (ext4)
+my $new3 = PostgreSQL::Test::Cluster->new('new3');
+$new3->init;
+$new3->append_conf('postgresql.conf', $conf);
+($rc, $output) = upgrade($new3, '--copy-file-range');
+is($rc, 0, 'pg_upgrade --copy-file-range') or diag $output;
+$new3->start;
+$copied = $new3->data_dir . '/'
+  . $new3->safe_psql('cdb', "SELECT pg_relation_filepath('c')");
+ok(-s $copied > 2101248 && (stat $copied)[12] * 512 < (-s $copied) - 1024 * 1024,
+	'the copy_file_range() copy of a compressed segment keeps its 2 MB map sparse');
+check_new($new3, 'copy-file-range');
+$new3->stop;
 
 my $new2 = PostgreSQL::Test::Cluster->new('new2');
 $new2->init;

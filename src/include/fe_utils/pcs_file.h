@@ -25,6 +25,10 @@ extern bool pcs_sparse_write(PcsSparseFile *state, int fd,
 extern void pcs_sparse_finish(PcsSparseFile *state, int fd,
 							  const char *path);
 extern bool pcs_path_is_segment(const char *dir, const char *path);
+#ifdef HAVE_COPY_FILE_RANGE
+extern bool pcs_copy_file_range(int src_fd, int dest_fd, const char *src,
+								const char *dest);
+#endif
 extern void pcs_copy_in_use_file(const char *old_pgdata,
 								 const char *new_pgdata);
 

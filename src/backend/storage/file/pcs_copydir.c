@@ -15,6 +15,13 @@
  * zero pages left out.  Zeros outside the map (the data area is allocated
  * ahead on purpose) are written like any other bytes.
  *
+ * PostgreSQL 18's file_copy_method = clone copies files with
+ * copy_file_range() instead.  Where the file system cannot share extents
+ * (ext4), the kernel then copies every byte, holes included, and each
+ * compressed fork would again take its whole map; so clone_file() hands
+ * compressed segments to pcs_clone_file(), which clones the header and the
+ * data area whole and of the map only the parts that hold data.
+ *
  * Portions Copyright (c) 2026, pgstrata developers
  *
  * IDENTIFICATION
@@ -24,9 +31,13 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/fd.h"
 #include "storage/pcs_copydir.h"
 #include "storage/pcs_format.h"
 
@@ -88,3 +99,138 @@ pcs_copy_finish(int dstfd, const char *tofile, off_t length)
 				(errcode_for_file_access(),
 				 errmsg("could not truncate file \"%s\": %m", tofile)));
 }
+
+#if PG_VERSION_NUM >= 180000 && defined(HAVE_COPY_FILE_RANGE)
+
+/* Clone the bytes [start, end) of fromfile into tofile at the same offsets */
+static void
+pcs_clone_range(int srcfd, int dstfd, const char *fromfile,
+				const char *tofile, off_t start, off_t end)
+{
+	off_t		in = start;
+	off_t		out = start;
+
+	while (in < end)
+	{
+		ssize_t		nbytes;
+
+		/* a file system that cannot share extents copies: stay cancellable */
+		CHECK_FOR_INTERRUPTS();
+		pgstat_report_wait_start(WAIT_EVENT_COPY_FILE_COPY);
+		nbytes = copy_file_range(srcfd, &in, dstfd, &out,
+								 Min(end - in, 1024 * 1024), 0);
+		pgstat_report_wait_end();
+		if (nbytes < 0 && errno == EINTR)
+			continue;
+		if (nbytes < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not clone file \"%s\" to \"%s\": %m",
+							fromfile, tofile)));
+		/* nothing writes the source while it is copied: never cut it short */
+		if (nbytes == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("could not clone file \"%s\" to \"%s\": it ended at offset %lld of %lld",
+							fromfile, tofile, (long long) in,
+							(long long) end)));
+	}
+}
+
+/*
+ * Clone the parts of the map of a compressed segment of the given length
+ * that hold data, as SEEK_DATA and SEEK_HOLE find them.
+ */
+static void
+pcs_clone_map(int srcfd, int dstfd, const char *fromfile,
+			  const char *tofile, off_t length)
+{
+	off_t		map_end = Min(length, PCS_DATA_OFFSET);
+	off_t		pos = PCS_MAP_OFFSET;
+
+	while (pos < map_end)
+	{
+		off_t		data = lseek(srcfd, pos, SEEK_DATA);
+		off_t		hole;
+
+		/* ENXIO: no data at or after pos, the rest of the map is a hole */
+		if (data < 0 && errno == ENXIO)
+			break;
+		if (data < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not seek in file \"%s\": %m", fromfile)));
+		if (data >= map_end)
+			break;
+		hole = lseek(srcfd, data, SEEK_HOLE);
+		if (hole < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not seek in file \"%s\": %m", fromfile)));
+		pcs_clone_range(srcfd, dstfd, fromfile, tofile, data,
+						Min(hole, map_end));
+		pos = hole;
+	}
+}
+
+/*
+ * Clone fromfile into tofile if it is a compressed segment, keeping the
+ * holes of its map; false, having done nothing, for any other file.
+ */
+bool
+pcs_clone_file(const char *fromfile, const char *tofile)
+{
+	char		head[sizeof(uint64)];
+	struct stat st;
+	int			srcfd;
+	int			dstfd;
+	ssize_t		nread;
+
+	srcfd = OpenTransientFile(fromfile, O_RDONLY | PG_BINARY);
+	if (srcfd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", fromfile)));
+	nread = pg_pread(srcfd, head, sizeof(head), 0);
+	if (nread < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read file \"%s\": %m", fromfile)));
+	if (!pcs_is_segment_start(head, nread))
+	{
+		CloseTransientFile(srcfd);
+		return false;
+	}
+	if (fstat(srcfd, &st) < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", fromfile)));
+
+	dstfd = OpenTransientFile(tofile, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY);
+	if (dstfd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create file \"%s\": %m", tofile)));
+
+	/* the header, the map's parts that hold data, the data area whole */
+	pcs_clone_range(srcfd, dstfd, fromfile, tofile, 0,
+					Min(st.st_size, PCS_MAP_OFFSET));
+	pcs_clone_map(srcfd, dstfd, fromfile, tofile, st.st_size);
+	if (st.st_size > PCS_DATA_OFFSET)
+		pcs_clone_range(srcfd, dstfd, fromfile, tofile, PCS_DATA_OFFSET,
+						st.st_size);
+	pcs_copy_finish(dstfd, tofile, st.st_size);
+
+	if (CloseTransientFile(dstfd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not close file \"%s\": %m", tofile)));
+	if (CloseTransientFile(srcfd) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not close file \"%s\": %m", fromfile)));
+	return true;
+}
+
+#endif							/* PG_VERSION_NUM >= 180000 &&
+								 * HAVE_COPY_FILE_RANGE */
