@@ -171,7 +171,7 @@ pcs_copy_range(int src_fd, int dest_fd, const char *src, const char *dest,
 /*
  * Copy the open file src into the empty file dest with copy_file_range() if
  * it is a compressed segment: its header and data area whole, of its map
- * only the ranges that hold data, as SEEK_DATA and SEEK_HOLE find them.
+ * only the ranges that hold data (pcs_next_data_range()).
  * Leaves src_fd's offset at its end, so that a caller's loop copying from
  * the current offset to the end finds nothing more to copy.  Returns false,
  * having copied nothing, for any other file.
@@ -183,6 +183,8 @@ pcs_copy_file_range(int src_fd, int dest_fd, const char *src,
 	struct stat st;
 	off_t		map_end;
 	off_t		pos;
+	off_t		data;
+	off_t		hole;
 
 	if (!pcs_fd_is_segment(src_fd, src))
 		return false;
@@ -192,24 +194,10 @@ pcs_copy_file_range(int src_fd, int dest_fd, const char *src,
 	pcs_copy_range(src_fd, dest_fd, src, dest, 0,
 				   Min(st.st_size, PCS_MAP_OFFSET));
 	map_end = Min(st.st_size, PCS_DATA_OFFSET);
-	for (pos = PCS_MAP_OFFSET; pos < map_end;)
-	{
-		off_t		data = lseek(src_fd, pos, SEEK_DATA);
-		off_t		hole;
-
-		/* ENXIO: no data at or after pos, the rest of the map is a hole */
-		if (data < 0 && errno == ENXIO)
-			break;
-		if (data < 0)
-			pg_fatal("could not seek in file \"%s\": %m", src);
-		if (data >= map_end)
-			break;
-		hole = lseek(src_fd, data, SEEK_HOLE);
-		if (hole < 0)
-			pg_fatal("could not seek in file \"%s\": %m", src);
-		pcs_copy_range(src_fd, dest_fd, src, dest, data, Min(hole, map_end));
-		pos = hole;
-	}
+	for (pos = PCS_MAP_OFFSET;
+		 pcs_next_data_range(src_fd, pos, map_end, &data, &hole);
+		 pos = hole)
+		pcs_copy_range(src_fd, dest_fd, src, dest, data, hole);
 	if (st.st_size > PCS_DATA_OFFSET)
 		pcs_copy_range(src_fd, dest_fd, src, dest, PCS_DATA_OFFSET,
 					   st.st_size);

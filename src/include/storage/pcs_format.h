@@ -22,6 +22,8 @@
 #ifndef PCS_FORMAT_H
 #define PCS_FORMAT_H
 
+#include <unistd.h>
+
 #ifndef FRONTEND
 #include "port/atomics.h"
 #else
@@ -628,8 +630,37 @@ extern int64 pcs_stored_bytes(PcsAlgorithm algorithm, int level, int shift,
 							  const char *pages, int npages,
 							  const PcsDict *dict);
 extern uint32 pcs_data_crc(const char *data, int len);
-extern bool pcs_next_data_range(int fd, off_t pos, off_t end, off_t *data,
-								off_t *hole);
 extern bool pcs_segment0_is_blank(int fd, off_t size);
+
+/*
+ * The next range [*data, *hole) of the file open as fd, at or after pos and
+ * below end, that may hold data; false if there is none.  Holes are found
+ * with SEEK_DATA and SEEK_HOLE, so that the holes of a sparse file (a small
+ * segment's map) are not read; where those are not supported, the rest of
+ * the file is one range.  (Inline: frontend programs that copy segments
+ * link none of the format layer.)
+ */
+static inline bool
+pcs_next_data_range(int fd, off_t pos, off_t end, off_t *data, off_t *hole)
+{
+	*data = pos;
+	*hole = end;
+#if defined(SEEK_DATA) && defined(SEEK_HOLE)
+	{
+		off_t		d = lseek(fd, pos, SEEK_DATA);
+
+		if (d < 0 && errno == ENXIO)
+			return false;		/* nothing but holes up to the end of file */
+		if (d >= 0)
+		{
+			off_t		h = lseek(fd, d, SEEK_HOLE);
+
+			*data = d;
+			*hole = (h < 0 || h > end) ? end : h;
+		}
+	}
+#endif
+	return *data < end;
+}
 
 #endif							/* PCS_FORMAT_H */

@@ -139,38 +139,20 @@ pcs_clone_range(int srcfd, int dstfd, const char *fromfile,
 
 /*
  * Clone the parts of the map of a compressed segment of the given length
- * that hold data, as SEEK_DATA and SEEK_HOLE find them.
+ * that hold data (pcs_next_data_range())
  */
 static void
 pcs_clone_map(int srcfd, int dstfd, const char *fromfile,
 			  const char *tofile, off_t length)
 {
 	off_t		map_end = Min(length, PCS_DATA_OFFSET);
-	off_t		pos = PCS_MAP_OFFSET;
+	off_t		data;
+	off_t		hole;
 
-	while (pos < map_end)
-	{
-		off_t		data = lseek(srcfd, pos, SEEK_DATA);
-		off_t		hole;
-
-		/* ENXIO: no data at or after pos, the rest of the map is a hole */
-		if (data < 0 && errno == ENXIO)
-			break;
-		if (data < 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not seek in file \"%s\": %m", fromfile)));
-		if (data >= map_end)
-			break;
-		hole = lseek(srcfd, data, SEEK_HOLE);
-		if (hole < 0)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not seek in file \"%s\": %m", fromfile)));
-		pcs_clone_range(srcfd, dstfd, fromfile, tofile, data,
-						Min(hole, map_end));
-		pos = hole;
-	}
+	for (off_t pos = PCS_MAP_OFFSET;
+		 pcs_next_data_range(srcfd, pos, map_end, &data, &hole);
+		 pos = hole)
+		pcs_clone_range(srcfd, dstfd, fromfile, tofile, data, hole);
 }
 
 /*

@@ -605,36 +605,6 @@ pcs_data_crc(const char *data, int len)
 }
 
 /*
- * The next range [*data, *hole) of the file open as fd, at or after pos and
- * below end, that may hold data; false if there is none.  Holes are found
- * with SEEK_DATA and SEEK_HOLE, so that the holes of a sparse file (a small
- * segment's map) are not read; where those are not supported, the rest of
- * the file is one range.
- */
-bool
-pcs_next_data_range(int fd, off_t pos, off_t end, off_t *data, off_t *hole)
-{
-	*data = pos;
-	*hole = end;
-#if defined(SEEK_DATA) && defined(SEEK_HOLE)
-	{
-		off_t		d = lseek(fd, pos, SEEK_DATA);
-
-		if (d < 0 && errno == ENXIO)
-			return false;		/* nothing but holes up to the end of file */
-		if (d >= 0)
-		{
-			off_t		h = lseek(fd, d, SEEK_HOLE);
-
-			*data = d;
-			*hole = (h < 0 || h > end) ? end : h;
-		}
-	}
-#endif
-	return *data < end;
-}
-
-/*
  * Is the file open as fd, of size bytes, a segment 0 whose creation an
  * operating system crash interrupted after the file was sized to its data
  * area, before its header reached disk?
