@@ -21,6 +21,11 @@
 #   injection point bulk-io-extension-locked holds the first backend with
 #   the lock, after the buffer manager's extension, until the second one,
 #   held at bulk-io-extension-prepare until then, queues behind it);
+# - an insert that finds no page with room in the FSM while another backend
+#   has zero-extended a window and not yet entered it into the FSM (held at
+#   bulk-io-window-before-fsm) does not put its row on the window's last
+#   page, which is then the relation's last page: VACUUM could not give
+#   back the window below it;
 # - amcheck is clean after each.
 
 use strict;
@@ -280,5 +285,49 @@ is(pages('conc') - $p0, 512,
 is($node->safe_psql('postgres', 'SELECT count(*) FROM conc'),
 	$base_rows + 400, 'both inserts are there');
 amcheck_clean('conc', 'after the concurrent extension');
+
+# --- an insert does not take the last page of a window not yet in the FSM ---
+make_big('race');
+$p0 = pages('race');
+my $race_file = copy_file(2000);
+# The COPY stops after zero-extending its window, holding the extension
+# lock, before the window is in the FSM.
+my $copier = $node->background_psql('postgres');
+$copier->query_safe(
+	"SELECT injection_points_set_local(); SELECT injection_points_attach('bulk-io-window-before-fsm', 'wait')"
+);
+$copier->query_until(qr/started/,
+	"\\echo started\nCOPY race FROM '$race_file';\n\\echo copied\n");
+$node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'bulk-io-window-before-fsm'")
+  or die 'the COPY did not stop at bulk-io-window-before-fsm';
+is(pages('race'), $p0 + 512, 'the window is in the file, not yet in the FSM');
+# A row of 2 kB, for which no page but the window's has room.  Stock takes
+# the relation's last page when the FSM knows none: here the window's last.
+my $inserter = $node->background_psql('postgres');
+$inserter->query_until(qr/started/,
+	"\\echo started\nINSERT INTO race VALUES (0, repeat('x', 2000));\n\\echo inserted\n");
+$node->poll_query_until('postgres', q(
+SELECT EXISTS (SELECT FROM race WHERE id = 0)
+    OR EXISTS (SELECT FROM pg_locks WHERE locktype = 'extend' AND NOT granted)))
+  or die 'the insert neither finished nor waited for the extension lock';
+$node->safe_psql('postgres',
+	"SELECT injection_points_wakeup('bulk-io-window-before-fsm')");
+$copier->query_until(qr/copied/, '');
+$inserter->query_until(qr/inserted/, '');
+$copier->quit;
+$inserter->quit;
+my $row_page = $node->safe_psql('postgres',
+	"SELECT (ctid::text::point)[0]::int FROM race WHERE id = 0");
+ok($row_page < $p0 + 511,
+	"the insert did not take the window's last page (page $row_page, the window "
+	  . "$p0 to " . ($p0 + 511) . ')');
+$node->safe_psql('postgres', 'VACUUM race');
+ok(pages('race') < $p0 + 100,
+	'VACUUM gives back the window nobody used (' . pages('race')
+	  . " pages, $p0 before the COPY)");
+is($node->safe_psql('postgres', 'SELECT count(*) FROM race'),
+	$base_rows + 2001, 'every row is there');
+amcheck_clean('race', 'after the insert beside the window');
 
 done_testing();

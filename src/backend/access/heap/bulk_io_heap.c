@@ -101,6 +101,45 @@ bulk_io_heap_prepare_extension(Relation rel, Size needed, BlockNumber *target)
 }
 
 /*
+ * The page an insert into a relation that may pre-extend tries when it has
+ * no target page and the FSM knows no page with "needed" bytes free, in
+ * place of stock PostgreSQL's choice, the relation's last page
+ * (RelationGetBufferForTuple); InvalidBlockNumber leaves that choice to
+ * the caller.
+ *
+ * Another backend may be between zero-extending a window and entering it
+ * into the FSM, which it does holding the extension lock
+ * (bulk_io_heap_pre_extend).  The relation's last page is then the
+ * window's last page; rows put there would keep VACUUM from giving back the
+ * window below them, since it truncates only the empty pages at the end
+ * (bulk_io_heap_unused_window).  So we look in the FSM again, and take the
+ * last page, under the extension lock: the window, if any, is then in the
+ * FSM, and nobody is adding one.  The lock is taken only when the FSM knows
+ * no page with room, that is, when the relation is about to be extended
+ * anyway; uncontended, it is one lock round trip.
+ */
+BlockNumber
+bulk_io_heap_last_page(Relation rel, Size needed)
+{
+	BlockNumber target;
+
+	if (!bulk_io_heap_wants_pre_extension(rel))
+		return InvalidBlockNumber;
+
+	LockRelationForExtension(rel, ExclusiveLock);
+	target = GetPageWithFreeSpace(rel, needed);
+	if (target == InvalidBlockNumber)
+	{
+		BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+
+		if (nblocks > 0)
+			target = nblocks - 1;
+	}
+	UnlockRelationForExtension(rel, ExclusiveLock);
+	return target;
+}
+
+/*
  * How many blocks of pre-extension window to add after an extension, 0 for
  * none.
  *
