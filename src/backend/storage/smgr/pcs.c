@@ -3187,6 +3187,21 @@ pcs_maxcombine(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum)
 	return n > 0 ? n : left;
 }
 
+/* The segment of a block being read asynchronously, which must exist */
+static PcsSegment *
+pcs_aio_segment(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum)
+{
+	PcsSegment *seg = pcs_getseg(reln, forknum, blocknum / RELSEG_SIZE, false);
+
+	if (seg == NULL)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open segment %u of file \"%s\"",
+						blocknum / RELSEG_SIZE,
+						PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
+	return seg;
+}
+
 /* Read blocks synchronously, for an I/O handle to complete at once */
 static void
 pcs_startreadv_decoded(PgAioHandle *ioh, SMgrRelation reln,
@@ -3202,13 +3217,7 @@ pcs_startreadv_decoded(PgAioHandle *ioh, SMgrRelation reln,
 	 */
 	pcs_readv(reln, forknum, blocknum, buffers, nblocks);
 
-	seg = pcs_getseg(reln, forknum, blocknum / RELSEG_SIZE, false);
-	if (seg == NULL)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open segment %u of file \"%s\"",
-						blocknum / RELSEG_SIZE,
-						PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
+	seg = pcs_aio_segment(reln, forknum, blocknum);
 
 	pgaio_io_set_flag(ioh, PGAIO_HF_SYNCHRONOUS);
 	pgaio_io_set_target_smgr(ioh, reln, forknum, blocknum, nblocks, false);
@@ -3325,13 +3334,7 @@ pcs_fd(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 	if (!pcs_is_compressed(reln, forknum))
 		return mdfd(reln, forknum, blocknum, off);
 
-	seg = pcs_getseg(reln, forknum, blocknum / RELSEG_SIZE, false);
-	if (seg == NULL)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open segment %u of file \"%s\"",
-						blocknum / RELSEG_SIZE,
-						PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
+	seg = pcs_aio_segment(reln, forknum, blocknum);
 	entry = pcs_map_entry(seg, blocknum % RELSEG_SIZE);
 	*off = (uint32) pcs_unit_offset(entry.first_unit, seg->shift);
 	return FileGetRawDesc(seg->vfd);
