@@ -41,7 +41,7 @@ use Exporter 'import';
 our @EXPORT_OK = qw(MAGIC FORMAT_VERSION HEADER_SIZE MAP_OFFSET ENTRY_SIZE
   HEADER_ENTRIES HEADER_ENTRIES_OFFSET
   RELSEG_SIZE DATA_OFFSET UNIT_SIZE ALLOC_OFFSET GENERATION_OFFSET
-  NBLOCKS_OFFSET NBLOCKS2_OFFSET);
+  NBLOCKS_OFFSET NBLOCKS2_OFFSET compressed_files allocated copy_differences);
 
 use constant {
 	MAGIC => pack('H*', '50435331ffffff7f'),
@@ -446,6 +446,59 @@ sub overlaps
 		  if $extents[$i][0] < $extents[ $i - 1 ][1];
 	}
 	return join(' ', @bad);
+}
+
+# compressed_files(DIR): relative path => [length, allocated bytes, inode]
+# of every compressed segment under DIR, its subdirectories included
+sub compressed_files
+{
+	my ($top) = @_;
+	my %files;
+	my @dirs = ($top);
+	while (my $dir = shift @dirs)
+	{
+		opendir my $dh, $dir or die "opendir $dir: $!";
+		for my $f (grep { !/^\.\.?$/ } readdir $dh)
+		{
+			my $path = "$dir/$f";
+			if (-d $path)
+			{
+				push @dirs, $path;
+				next;
+			}
+			next unless -f $path && is_compressed($path);
+			my @st = stat $path;
+			(my $rel = $path) =~ s{^\Q$top\E/}{};
+			$files{$rel} = [ $st[7], $st[12] * 512, $st[1] ];
+		}
+		closedir $dh;
+	}
+	return \%files;
+}
+
+# allocated(FILES): the bytes a set of compressed_files() takes on disk
+sub allocated
+{
+	my ($files) = @_;
+	my $sum = 0;
+	$sum += $_->[1] for values %$files;
+	return $sum;
+}
+
+# copy_differences(FROMDIR, FROM, TODIR, TO): the segments of FROM (a
+# compressed_files() of FROMDIR) missing from TO (one of TODIR), and those
+# whose copy differs in length or bytes, as two space-separated lists
+sub copy_differences
+{
+	my ($fromdir, $from, $todir, $to) = @_;
+	require File::Compare;
+	my @missing = grep { !exists $to->{$_} } sort keys %$from;
+	my @differ = grep {
+		exists $to->{$_}
+		  && ($to->{$_}[0] != $from->{$_}[0]
+			|| File::Compare::compare("$fromdir/$_", "$todir/$_") != 0)
+	} sort keys %$from;
+	return ("@missing", "@differ");
 }
 
 1;

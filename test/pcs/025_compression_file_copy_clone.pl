@@ -27,11 +27,10 @@
 use strict;
 use warnings FATAL => 'all';
 
-use File::Compare;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PgStrata::PcsFile;
+use PgStrata::PcsFile qw(compressed_files allocated copy_differences);
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 if ($primary->pg_version < 18)
@@ -103,33 +102,6 @@ SELECT d.oid, t.spcname, t.oid FROM pg_database d
 	return $dirs[0];
 }
 
-# compressed_files(DIR): name => [length, allocated bytes] of every
-# compressed segment in a database directory
-sub compressed_files
-{
-	my ($dir) = @_;
-	my %files;
-	opendir my $dh, $dir or die "opendir $dir: $!";
-	for my $f (readdir $dh)
-	{
-		my $path = "$dir/$f";
-		next unless -f $path && PgStrata::PcsFile::is_compressed($path);
-		my @st = stat $path;
-		$files{$f} = [ $st[7], $st[12] * 512 ];
-	}
-	closedir $dh;
-	return \%files;
-}
-
-# allocated(FILES): the bytes a set of files of compressed_files() takes
-sub allocated
-{
-	my ($files) = @_;
-	my $sum = 0;
-	$sum += $_->[1] for values %$files;
-	return $sum;
-}
-
 # The source's segments, before any copy; it is not used meanwhile
 # (autovacuum is off), so its bytes do not change.  The standby's are its
 # own: it compresses the pages it writes itself.
@@ -150,14 +122,9 @@ sub same_as_source
 	my $src = compressed_files($srcdir);
 	my $dir = dbdir($node, $db);
 	my $files = compressed_files($dir);
-	my @missing = grep { !exists $files->{$_} } sort keys %$src;
-	my @differ = grep {
-		exists $files->{$_}
-		  && ($files->{$_}[0] != $src->{$_}[0]
-			|| compare("$srcdir/$_", "$dir/$_") != 0)
-	} sort keys %$src;
-	is("@missing", '', "$label: every compressed segment is copied compressed");
-	is("@differ", '', "$label: with its source's length and bytes");
+	my ($missing, $differ) = copy_differences($srcdir, $src, $dir, $files);
+	is($missing, '', "$label: every compressed segment is copied compressed");
+	is($differ, '', "$label: with its source's length and bytes");
 	return $files;
 }
 

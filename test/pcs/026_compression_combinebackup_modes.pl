@@ -19,11 +19,10 @@
 use strict;
 use warnings FATAL => 'all';
 
-use File::Compare;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PgStrata::PcsFile;
+use PgStrata::PcsFile qw(compressed_files allocated copy_differences);
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
@@ -79,39 +78,10 @@ $primary->command_ok(
 	  '--incremental', "$full/backup_manifest" ],
 	'an incremental backup');
 
-# compressed_files(DIR): relative path => [length, allocated bytes, inode]
-# of every compressed segment under a backup's directory
-sub compressed_files
-{
-	my ($top) = @_;
-	my %files;
-	my @dirs = ($top);
-	while (my $dir = shift @dirs)
-	{
-		opendir my $dh, $dir or die "opendir $dir: $!";
-		for my $f (grep { !/^\.\.?$/ } readdir $dh)
-		{
-			my $path = "$dir/$f";
-			if (-d $path)
-			{
-				push @dirs, $path;
-				next;
-			}
-			next unless -f $path && PgStrata::PcsFile::is_compressed($path);
-			my @st = stat $path;
-			(my $rel = $path) =~ s{^\Q$top\E/}{};
-			$files{$rel} = [ $st[7], $st[12] * 512, $st[1] ];
-		}
-		closedir $dh;
-	}
-	return \%files;
-}
-
 my $in = compressed_files($incr);
 cmp_ok(scalar(keys %$in), '>=', 6,
 	'the incremental backup holds the compressed segments whole');
-my $in_alloc = 0;
-$in_alloc += $_->[1] for values %$in;
+my $in_alloc = allocated($in);
 note "incremental backup: " . scalar(keys %$in)
   . " compressed segments, $in_alloc bytes allocated";
 
@@ -151,16 +121,10 @@ for my $mode (@modes)
 	next unless $ok;
 
 	my $outf = compressed_files($out_dir);
-	my @missing = grep { !exists $outf->{$_} } sort keys %$in;
-	my @differ = grep {
-		exists $outf->{$_}
-		  && ($outf->{$_}[0] != $in->{$_}[0]
-			|| compare("$incr/$_", "$out_dir/$_") != 0)
-	} sort keys %$in;
-	is("@missing", '', "--$mode: every compressed segment is in the output");
-	is("@differ", '', "--$mode: with the incremental backup's length and bytes");
-	my $alloc = 0;
-	$alloc += $_->[1] for values %$outf;
+	my ($missing, $differ) = copy_differences($incr, $in, $out_dir, $outf);
+	is($missing, '', "--$mode: every compressed segment is in the output");
+	is($differ, '', "--$mode: with the incremental backup's length and bytes");
+	my $alloc = allocated($outf);
 	cmp_ok($alloc, '<=', $in_alloc + 1024 * 1024,
 		"--$mode: the maps stay sparse: $alloc bytes allocated, the backup's $in_alloc"
 	);
