@@ -3,17 +3,13 @@
 # Makefile for pgstrata: PostgreSQL 17 with storage features, as a patch set.
 #
 #   make                 fetch + verify the pinned release, patch, build, install
-#   make check           what CI runs: the project's tests in the release
-#                        build and in a second, assert-enabled build
-#                        (build/obj-cassert), then upstream's check-world
+#   make check           what CI runs: the project's tests in 17's release
+#                        build, in a second, assert-enabled build
+#                        (build/obj-cassert) and in 18's release build
+#                        (build/18), then upstream's check-world on 17
 #   make check-quick     the project's tests in the release build only
-#   make check-all       make check, then PostgreSQL 18's release build and
-#                        the project's tests in it (make PG=18 check-quick);
-#                        not what CI runs: the 18 part took 24 minutes on
-#                        a cold, loaded 2-core machine (about 13 on a quiet
-#                        one), on top of make check's 33; together more
-#                        than the 50 of CI's 60 that are safe
-#                        (doc/building-and-testing.md, "make check-all")
+#   make check-all       make check, then 18's assert-enabled build, the
+#                        project's tests in it and check-world on 18
 #   make move-minor VERSION=17.12 [SHA256=...]
 #                        move the series to another 17.x release
 #   make demo            a throwaway cluster showing what the project does
@@ -129,18 +125,26 @@ install: build
 install-cassert: tree
 	@PGSTRATA_FLAVOUR=cassert $(MAKE) --no-print-directory install
 
+# make check on 17 (CI): 17's release and assert-enabled builds and 18's
+# release build; the project's suites in all three, upstream's check-world
+# in 17's release build.  make check-all adds 18's assert-enabled pass and
+# 18's check-world.  On 18 itself, make PG=18 check is make check's three
+# parts in 18's builds (its suites upgrade from 17: 17's release build
+# first); make PG=18 check-all is the same.
+ifeq ($(PG),17)
 check: install install-cassert
+	@$(MAKE) --no-print-directory PG=18 PGSTRATA_FLAVOUR= PG_TARBALL_FILE= install
+	@PGSTRATA_CHECK_18=1 $(TOP)/test/check-all.sh
+
+check-all: install install-cassert
+	@$(MAKE) --no-print-directory PG=18 PGSTRATA_FLAVOUR= PG_TARBALL_FILE= install
+	@$(MAKE) --no-print-directory PG=18 PGSTRATA_FLAVOUR=cassert PG_TARBALL_FILE= install
+	@PGSTRATA_CHECK_18=all $(TOP)/test/check-all.sh
+else
+check: install install-cassert
+	@PGSTRATA_FLAVOUR= $(MAKE) --no-print-directory PG=17 PG_TARBALL_FILE= install
 	@$(TOP)/test/check-all.sh
 
-# make check, then PostgreSQL 18's release build and the project's suites
-# in it (make PG=18 check-quick), with one summary; not in CI (the
-# Makefile's header says why).  On 18 itself (make PG=18 check-all) it is
-# make PG=18 check.
-ifeq ($(PG),17)
-check-all: install install-cassert
-	@$(MAKE) --no-print-directory PG=18 install
-	@PGSTRATA_CHECK_18=1 $(TOP)/test/check-all.sh
-else
 check-all: check
 endif
 

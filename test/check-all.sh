@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 #
-# check-all.sh: what `make check` (and so CI) runs, after both builds:
+# check-all.sh: what `make check` (and so CI) runs, after the builds:
 #
 #   1. the project's suites in the release build (test/run-checks.sh);
 #   2. the same suites in the assert-enabled build (build/install-cassert),
 #      where a failed assertion in any server fails the run;
 #   3. upstream's check-world against the release build
 #      (test/upstream/run-upstream.sh); PGSTRATA_SKIP_UPSTREAM=1 leaves it out;
-#   4. with PGSTRATA_CHECK_18=1, the project's suites in PostgreSQL 18's
-#      release build (build/18/install, what make PG=18 check-quick runs).
+#   4. with PGSTRATA_CHECK_18=1 (make check on 17), the project's suites in
+#      PostgreSQL 18's release build (build/18/install, what make PG=18
+#      check-quick runs); with PGSTRATA_CHECK_18=all (make check-all), also
+#      in 18's assert-enabled build and 18's check-world.
+#
+# Parts 1-3 run in the major release make chose (PGSTRATA_PG).
 #
 # Every part runs even when an earlier one failed, so one run shows every
 # failure.  Ends with one line per part and the wall time of the whole run.
@@ -38,9 +42,18 @@ part cassert env PGSTRATA_FLAVOUR=cassert "$TOP/test/run-checks.sh"
 if [ "${PGSTRATA_SKIP_UPSTREAM:-}" != 1 ]; then
 	part upstream "$TOP/test/upstream/run-upstream.sh"
 fi
-if [ "${PGSTRATA_CHECK_18:-}" = 1 ]; then
-	part release-18 env PGSTRATA_PG=18 "$TOP/test/run-checks.sh"
-fi
+case "${PGSTRATA_CHECK_18:-}" in
+	1)
+		part release-18 env PGSTRATA_PG=18 "$TOP/test/run-checks.sh"
+		;;
+	all)
+		part release-18 env PGSTRATA_PG=18 "$TOP/test/run-checks.sh"
+		part cassert-18 env PGSTRATA_PG=18 PGSTRATA_FLAVOUR=cassert "$TOP/test/run-checks.sh"
+		if [ "${PGSTRATA_SKIP_UPSTREAM:-}" != 1 ]; then
+			part upstream-18 env PGSTRATA_PG=18 "$TOP/test/upstream/run-upstream.sh"
+		fi
+		;;
+esac
 
 echo
 echo "##### summary"
