@@ -81,6 +81,32 @@ small_fs_umount()
 	fi
 }
 
+# reflink_fs_mount DIR: mount at DIR a file system whose copy_file_range()
+# shares extents (XFS with reflinks, in a 512 MB sparse image DIR.img on a
+# loop device, as root), owned by the test user, for the test of
+# file_copy_method = clone (test/pcs/028_compression_clone_reflink.pl);
+# reflink_fs_umount DIR undoes it and removes the image.
+reflink_fs_mount()
+{
+	local dir=$1 img=$1.img
+	mkdir -p "$dir" || return 1
+	if ! mountpoint -q "$dir"; then
+		rm -f "$img"
+		truncate -s 512M "$img" &&
+			mkfs.xfs -q -m reflink=1 "$img" &&
+			mount -o loop "$img" "$dir" || return 1
+	fi
+	chown "$TEST_USER:" "$dir"
+	chmod 0700 "$dir"
+}
+reflink_fs_umount()
+{
+	if mountpoint -q "$1" 2>/dev/null; then
+		umount "$1"
+	fi
+	rm -f "$1.img"
+}
+
 # as_test_user WORKDIR COMMAND...: run COMMAND as a user PostgreSQL accepts,
 # with WORKDIR (made writable for it) as its home.
 as_test_user()

@@ -23,6 +23,7 @@ skipped=0
 failures=()
 
 small_fs_umount "$LOGDIR/smallfs"
+reflink_fs_umount "$LOGDIR/reflinkfs"
 rm -rf "$LOGDIR"
 mkdir -p "$LOGDIR"
 
@@ -86,11 +87,18 @@ suite regress testmake installcheck-regress
 # Run by root, the TAP suite gets a small file system to fill up; a test
 # that is given PGSTRATA_SMALLFS fails, rather than skips, when it is not
 # usable.  Run by anyone else, those tests skip that part and say so.
+# The same for a file system with reflinks (XFS), where file_copy_method =
+# clone shares extents instead of copying bytes.
 if [ "$(id -u)" = 0 ]; then
 	if small_fs_mount "$LOGDIR/smallfs"; then
 		export PGSTRATA_SMALLFS=$LOGDIR/smallfs
 	else
 		export PGSTRATA_SMALLFS="(could not mount a tmpfs at $LOGDIR/smallfs)"
+	fi
+	if reflink_fs_mount "$LOGDIR/reflinkfs"; then
+		export PGSTRATA_REFLINKFS=$LOGDIR/reflinkfs
+	else
+		export PGSTRATA_REFLINKFS="(could not mount an XFS file system with reflinks at $LOGDIR/reflinkfs)"
 	fi
 fi
 # The TAP scripts run PGSTRATA_TAP_JOBS at a time (default: one per CPU).
@@ -100,6 +108,7 @@ fi
 suite tap testmake prove-installcheck TAP_LEAVE_OUT="$tap_leave_out" \
 	PROVE_FLAGS="-j${PGSTRATA_TAP_JOBS:-$(nproc)}"
 small_fs_umount "$LOGDIR/smallfs"
+reflink_fs_umount "$LOGDIR/reflinkfs"
 # On PostgreSQL 18, pg_upgrade from pgstrata on 17 (test/upgrade): it needs
 # 17's release build, build/install, which make PG=18 check-quick and make
 # check-all build first.  Release pass only, as the pipeline's tests.

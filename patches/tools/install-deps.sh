@@ -10,9 +10,11 @@ set -euo pipefail
 
 # libxml2-utils and docbook-xml validate the SGML documentation in make check;
 # xsltproc and docbook-xsl build it (make -C build/obj/doc/src/sgml html).
+# xfsprogs makes the file system with reflinks that make check, as root,
+# mounts for the test of file_copy_method = clone (test/lib.sh).
 PACKAGES="build-essential bison flex pkg-config ccache git curl ca-certificates bzip2
 	libreadline-dev zlib1g-dev liblz4-dev libzstd-dev libicu-dev
-	libipc-run-perl libxml2-utils docbook-xml xsltproc docbook-xsl $*"
+	libipc-run-perl libxml2-utils docbook-xml xsltproc docbook-xsl xfsprogs $*"
 
 missing=""
 for p in $PACKAGES; do
