@@ -29,6 +29,7 @@
 #include "access/nbtree.h"
 #endif
 #include "port/pg_bitutils.h"
+#include "port/simd.h"
 #include "storage/bufpage.h"
 #include "storage/pcs_format.h"
 
@@ -181,14 +182,110 @@ pcs_transpose8x8(uint64 *x)
 	}
 }
 
+#ifdef USE_SSE2
+/*
+ * 16 rows of 8 bytes (src, rows spitch bytes apart) to 8 columns of 16 bytes
+ * (dst, columns dpitch bytes apart), in SSE2 registers: row k and row k + 8
+ * share a register, then three rounds of interleaving (bytes, pairs, fours)
+ * leave two columns of eight rows in each register, whose halves are joined.
+ */
+static inline void
+pcs_transpose16x8(const char *src, int spitch, char *dst, int dpitch)
+{
+	__m128i		x[8];
+	__m128i		y[8];
+	__m128i		z[8];
+
+	for (int k = 0; k < 8; k++)
+		x[k] = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *) (src + k * spitch)),
+								  _mm_loadl_epi64((const __m128i *) (src + (k + 8) * spitch)));
+	/* y[2i]: rows 2i and 2i + 1 interleaved; y[2i + 1]: rows 2i + 8, 2i + 9 */
+	for (int k = 0; k < 8; k += 2)
+	{
+		y[k] = _mm_unpacklo_epi8(x[k], x[k + 1]);
+		y[k + 1] = _mm_unpackhi_epi8(x[k], x[k + 1]);
+	}
+	/* z[2i], z[2i + 1]: columns 0-3 and 4-7 of rows 4i to 4i + 3 (mod 16) */
+	z[0] = _mm_unpacklo_epi16(y[0], y[2]);
+	z[1] = _mm_unpackhi_epi16(y[0], y[2]);
+	z[2] = _mm_unpacklo_epi16(y[4], y[6]);
+	z[3] = _mm_unpackhi_epi16(y[4], y[6]);
+	z[4] = _mm_unpacklo_epi16(y[1], y[3]);
+	z[5] = _mm_unpackhi_epi16(y[1], y[3]);
+	z[6] = _mm_unpacklo_epi16(y[5], y[7]);
+	z[7] = _mm_unpackhi_epi16(y[5], y[7]);
+	/* x[m], x[m + 4]: columns 2m and 2m + 1 of rows 0-7, and of rows 8-15 */
+	x[0] = _mm_unpacklo_epi32(z[0], z[2]);
+	x[1] = _mm_unpackhi_epi32(z[0], z[2]);
+	x[2] = _mm_unpacklo_epi32(z[1], z[3]);
+	x[3] = _mm_unpackhi_epi32(z[1], z[3]);
+	x[4] = _mm_unpacklo_epi32(z[4], z[6]);
+	x[5] = _mm_unpackhi_epi32(z[4], z[6]);
+	x[6] = _mm_unpacklo_epi32(z[5], z[7]);
+	x[7] = _mm_unpackhi_epi32(z[5], z[7]);
+	for (int m = 0; m < 4; m++)
+	{
+		_mm_storeu_si128((__m128i *) (dst + 2 * m * dpitch),
+						 _mm_unpacklo_epi64(x[m], x[m + 4]));
+		_mm_storeu_si128((__m128i *) (dst + (2 * m + 1) * dpitch),
+						 _mm_unpackhi_epi64(x[m], x[m + 4]));
+	}
+}
+
+/*
+ * The inverse: 8 columns of 16 bytes (src, columns spitch bytes apart) to
+ * 16 rows of 8 bytes (dst, rows dpitch bytes apart).  Interleaving bytes,
+ * pairs and fours of two columns, then of their results, leaves two whole
+ * rows in each register.
+ */
+static inline void
+pcs_untranspose8x16(const char *src, int spitch, char *dst, int dpitch)
+{
+	__m128i		a[8];
+	__m128i		b[8];
+	__m128i		c[8];
+
+	for (int i = 0; i < 8; i++)
+		a[i] = _mm_loadu_si128((const __m128i *) (src + i * spitch));
+	/* b[2i]: columns 2i, 2i + 1 of rows 0-7; b[2i + 1]: of rows 8-15 */
+	for (int i = 0; i < 8; i += 2)
+	{
+		b[i] = _mm_unpacklo_epi8(a[i], a[i + 1]);
+		b[i + 1] = _mm_unpackhi_epi8(a[i], a[i + 1]);
+	}
+	/* c[k], c[k + 4]: columns 0-3 and 4-7 of rows 4k to 4k + 3 */
+	c[0] = _mm_unpacklo_epi16(b[0], b[2]);
+	c[1] = _mm_unpackhi_epi16(b[0], b[2]);
+	c[2] = _mm_unpacklo_epi16(b[1], b[3]);
+	c[3] = _mm_unpackhi_epi16(b[1], b[3]);
+	c[4] = _mm_unpacklo_epi16(b[4], b[6]);
+	c[5] = _mm_unpackhi_epi16(b[4], b[6]);
+	c[6] = _mm_unpacklo_epi16(b[5], b[7]);
+	c[7] = _mm_unpackhi_epi16(b[5], b[7]);
+	for (int k = 0; k < 4; k++)
+	{
+		/* rows 4k, 4k + 1; then rows 4k + 2, 4k + 3 */
+		__m128i		lo = _mm_unpacklo_epi32(c[k], c[k + 4]);
+		__m128i		hi = _mm_unpackhi_epi32(c[k], c[k + 4]);
+
+		_mm_storel_epi64((__m128i *) (dst + 4 * k * dpitch), lo);
+		_mm_storeh_pd((double *) (dst + (4 * k + 1) * dpitch), _mm_castsi128_pd(lo));
+		_mm_storel_epi64((__m128i *) (dst + (4 * k + 2) * dpitch), hi);
+		_mm_storeh_pd((double *) (dst + (4 * k + 3) * dpitch), _mm_castsi128_pd(hi));
+	}
+}
+#endif							/* USE_SSE2 */
+
 /*
  * Step 2 and its inverse on the len bytes of the tuple space: rows of stride
  * bytes ending at its end, to columns (or back, with inverse); the (len mod
- * stride) bytes before the rows are copied as they are.  Blocks of
- * 8 rows by 8 columns are moved as eight 64-bit words, transposed in
- * registers (on little-endian machines, where byte j of a loaded word is
- * its bits 8j..8j+7); the rest byte by byte.  Both ways give the same
- * bytes.
+ * stride) bytes before the rows are copied as they are.  Both ways give the
+ * same bytes, whatever the machine: blocks of 16 rows by 8 columns are moved
+ * in SSE2 registers where there are some, blocks of 8 rows by 8 columns as
+ * eight 64-bit words transposed in general registers (on little-endian
+ * machines, where byte j of a loaded word is its bits 8j..8j+7), and the
+ * last columns byte by byte.  The decoding of every shuffled image goes through the
+ * inverse, so its speed counts (test/bench/compression/page_codec.c).
  */
 static void
 pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
@@ -197,6 +294,7 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 	int			lead = len % stride;
 	int			block_rows = 0;
 	int			block_cols = 0;
+	int			tail_cols = 0;
 
 	memcpy(dst, src, lead);
 	src += lead;
@@ -205,8 +303,60 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 #ifndef WORDS_BIGENDIAN
 	block_rows = rows - rows % 8;
 	block_cols = stride - stride % 8;
-	for (int r = 0; r < block_rows; r += 8)
+
+	/*
+	 * The last rows (fewer than 8) in blocks too, where a block's words can
+	 * overrun: reading a column's bytes of them as 8 takes the next column's
+	 * first bytes along, which are transposed and dropped; writing them as 8
+	 * writes over the next column's first rows, which the blocks below write
+	 * afterwards.  So first, and not for the last columns, whose words would
+	 * end past the rows; and only where there are 8 rows before them.
+	 */
+	if (rows >= 8)
 	{
+		int			tail = rows - block_rows;
+
+		for (; tail > 0 && tail_cols + 8 < stride && tail_cols < block_cols;
+			 tail_cols += 8)
+		{
+			uint64		x[8] = {0};
+
+			for (int i = 0; i < (inverse ? 8 : tail); i++)
+			{
+				if (inverse)
+					memcpy(&x[i], src + (tail_cols + i) * rows + block_rows, 8);
+				else
+					memcpy(&x[i], src + (block_rows + i) * stride + tail_cols, 8);
+			}
+			pcs_transpose8x8(x);
+			for (int i = 0; i < (inverse ? tail : 8); i++)
+			{
+				if (inverse)
+					memcpy(dst + (block_rows + i) * stride + tail_cols, &x[i], 8);
+				else
+					memcpy(dst + (tail_cols + i) * rows + block_rows, &x[i], 8);
+			}
+		}
+	}
+
+	for (int r = 0; r < block_rows;)
+	{
+#ifdef USE_SSE2
+		if (r + 16 <= block_rows)
+		{
+			for (int c = 0; c < block_cols; c += 8)
+			{
+				if (inverse)
+					pcs_untranspose8x16(src + c * rows + r, rows,
+										dst + r * stride + c, stride);
+				else
+					pcs_transpose16x8(src + r * stride + c, stride,
+									  dst + c * rows + r, rows);
+			}
+			r += 16;
+			continue;
+		}
+#endif
 		for (int c = 0; c < block_cols; c += 8)
 		{
 			uint64		x[8];
@@ -227,13 +377,14 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 					memcpy(dst + (c + i) * rows + r, &x[i], 8);
 			}
 		}
+		r += 8;
 	}
 #endif
 
-	/* what the blocks did not cover: the last rows, and the last columns */
+	/* what the blocks did not cover: the last columns, of all rows */
 	for (int r = 0; r < rows; r++)
 	{
-		for (int c = (r < block_rows ? block_cols : 0); c < stride; c++)
+		for (int c = (r < block_rows ? block_cols : tail_cols); c < stride; c++)
 		{
 			if (inverse)
 				dst[r * stride + c] = src[c * rows + r];
