@@ -1964,6 +1964,20 @@ pcs_seg_sample(SMgrRelation reln, ForkNumber forknum, PcsSegment *seg,
 }
 
 /*
+ * Count bytes a compressed fork read or wrote for the operation the buffer
+ * manager is counting in pg_stat_io (PostgreSQL 18's byte columns; patch
+ * "pg_stat_io: count the bytes compressed forks read, write and extend").
+ * 17's pg_stat_io counts blocks only.
+ */
+static inline void
+pcs_count_io_bytes(uint64 nbytes)
+{
+#if PG_VERSION_NUM >= 180000
+	smgr_io_bytes_add(nbytes);
+#endif
+}
+
+/*
  * Read the page of one entry of a segment (entry, a copy of the map's entry
  * of block segblock) into buffer, through image (a staging block): PCS_SOUND,
  * or what is wrong.  An empty entry reads as a zero page.
@@ -1996,6 +2010,7 @@ pcs_read_image(PcsSegment *seg, const PcsMapEntry *entry, BlockNumber segblock,
 				 errmsg("could not read block %u in file \"%s\": %m",
 						seg->segno * RELSEG_SIZE + segblock,
 						FilePathName(seg->vfd))));
+	pcs_count_io_bytes(nread);
 	if (nread != entry->stored)
 		return PCS_IMAGE_CUT_SHORT;
 	if (pcs_data_crc(image, entry->stored) != entry->data_crc)
@@ -2202,6 +2217,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 				 errmsg("could not write block %u in file \"%s\": %m",
 						blkno, FilePathName(seg->vfd)),
 				 errhint("Check free disk space.")));
+	pcs_count_io_bytes(len);
 	PGSTRATA_INJECTION_POINT("pcs-write-after-image");
 	if (first != old.first_unit && !pcs_entry_is_empty(&old))
 		PGSTRATA_INJECTION_POINT("pcs-write-relocate");
@@ -2523,6 +2539,8 @@ pcs_zeroextend(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 		mdzeroextend(reln, forknum, blocknum, nblocks, skipFsync);
 		return;
 	}
+	/* nothing is written */
+	pcs_count_io_bytes(0);
 
 	while (blocknum < end)
 	{
@@ -2693,6 +2711,7 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 					 errmsg("could not read blocks %u..%u in file \"%s\": %m",
 							blocknum, blocknum + nblocks - 1,
 							FilePathName(seg->vfd))));
+		pcs_count_io_bytes(nread);
 
 		for (i = first; i <= last; i++)
 		{
@@ -2733,6 +2752,8 @@ pcs_readv(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 		return;
 	}
 
+	/* blocks without an image read nothing */
+	pcs_count_io_bytes(0);
 	while (nblocks > 0)
 	{
 		BlockNumber n = Min(nblocks, MAX_IO_COMBINE_LIMIT);
@@ -3298,6 +3319,7 @@ pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
 			skip = Min(plan.span_start - from, BLCKSZ);
 		iov[i].iov_base = (char *) buffers[i] + skip;
 		iov[i].iov_len = BLCKSZ - skip;
+		pcs_count_io_bytes(BLCKSZ - skip);
 	}
 
 	pgaio_io_set_target_smgr(ioh, reln, forknum, blocknum, nblocks, false);
