@@ -137,6 +137,12 @@ for f in glob.glob(sys.argv[1] + "*"):
 PY
 }
 
+# read_bytes: the bytes the servers' control group has read from the disk
+read_bytes()
+{
+	awk '$2 == "Read" {s += $3} END {printf "%.0f\n", s}' "$CG/blkio.throttle.io_service_bytes"
+}
+
 # use CONFIG: its server runs with its io_method
 use()
 {
@@ -161,8 +167,8 @@ declare -A times
 		echo "- $major: p $(psql_of $major -c "SELECT pg_size_pretty(pg_table_size('p'))"), c $(psql_of $major -c "SELECT pg_size_pretty(pg_table_size('c'))") ($(psql_of $major -c "SELECT version()" | cut -d, -f1))"
 	done
 	echo
-	echo "| round | config | table | op | ms |"
-	echo "| ---: | --- | --- | --- | ---: |"
+	echo "| round | config | table | op | ms | kB read from the disk |"
+	echo "| ---: | --- | --- | --- | ---: | ---: |"
 } >"$OUT"
 
 n=${#CONFIGS[@]}
@@ -178,11 +184,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
 					vacuum) sql="VACUUM (DISABLE_PAGE_SKIPPING) $t" ;;
 				esac
 				cold "$major" "$t"
+				b0=$(read_bytes)
 				t0=$(date +%s%N)
 				psql_of "$major" -c "$sql" >/dev/null
 				ms=$((($(date +%s%N) - t0) / 1000000))
+				kb=$((($(read_bytes) - b0) / 1024))
 				times[$cfg $t $op]="${times[$cfg $t $op]:-} $ms"
-				echo "| $r | $cfg | $t | $op | $ms |" >>"$OUT"
+				echo "| $r | $cfg | $t | $op | $ms | $kb |" >>"$OUT"
 			done
 		done
 	done
