@@ -160,7 +160,7 @@ declare -A times
 {
 	echo "## scan-aio.sh, $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo
-	echo "- command: \`ROUNDS=$ROUNDS ROWS=$ROWS RIG_READ_MBPS=$MBPS CONFIGS=\"${CONFIGS[*]}\" SHARED_BUFFERS=$SHARED_BUFFERS test/bench/compression/scan-aio.sh\` (as root)"
+	echo "- command: \`ROUNDS=$ROUNDS ROWS=$ROWS RIG_READ_MBPS=$MBPS CONFIGS=\"${CONFIGS[*]}\" SHARED_BUFFERS=$SHARED_BUFFERS TABLES=\"$TABLES\" test/bench/compression/scan-aio.sh\` (as root)"
 	echo "- machine: $(nproc) CPUs, $(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1048576)) GiB, $(uname -sr); load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- reads from device $dev ($(findmnt -no SOURCE /)) throttled to $MBPS MiB/s; ROWS=$ROWS, ROUNDS=$ROUNDS, shared_buffers=$SHARED_BUFFERS"
 	for major in 17 18; do
