@@ -30,6 +30,7 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::Amcheck;
 use PgStrata::PcsFile qw(compressed_files allocated copy_differences);
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
@@ -192,14 +193,7 @@ SELECT (SELECT count(*) FROM c) || ' '
 		UNION ALL (TABLE ledger EXCEPT TABLE c)) d) || ' '
 	|| (SELECT count(*) FROM q))),
 		'20000 0 2000', "$label: the rows are the ledger's");
-	is( $node->safe_psql($db, q(
-SELECT (SELECT count(*) FROM pg_class r, verify_heapam(r.oid)
-		WHERE r.relkind IN ('r', 'm', 't') AND r.relpersistence = 'p')
-	|| ' ' ||
-	((SELECT count(*) FROM (SELECT bt_index_check(r.oid, true)
-		FROM pg_class r JOIN pg_am a ON a.oid = r.relam
-		WHERE r.relkind = 'i' AND a.amname = 'btree'
-		AND r.relpersistence = 'p') s) > 100))),
+	is($node->safe_psql($db, PgStrata::Amcheck::clean_query(100)),
 		'0 true', "$label: verify_heapam and bt_index_check are clean");
 }
 

@@ -22,6 +22,7 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::Amcheck;
 use PgStrata::PcsFile qw(compressed_files allocated copy_differences);
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
@@ -90,14 +91,7 @@ my $ledger_sum =
 	|| (SELECT count(*) FROM ((TABLE t EXCEPT TABLE ledger)
 		UNION ALL (TABLE ledger EXCEPT TABLE t)) d) || ' '
 	|| (SELECT count(*) FROM t2));
-my $amcheck = q(
-SELECT (SELECT count(*) FROM pg_class r, verify_heapam(r.oid)
-		WHERE r.relkind IN ('r', 'm', 't') AND r.relpersistence = 'p')
-	|| ' ' ||
-	((SELECT count(*) FROM (SELECT bt_index_check(r.oid, true)
-		FROM pg_class r JOIN pg_am a ON a.oid = r.relam
-		WHERE r.relkind = 'i' AND a.amname = 'btree'
-		AND r.relpersistence = 'p') s) > 100));
+my $amcheck = PgStrata::Amcheck::clean_query(100);
 
 # --link (PostgreSQL 18) last: a cluster started from its output changes
 # the files it shares with the incremental backup

@@ -30,6 +30,7 @@ use File::Temp;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::Amcheck;
 use PgStrata::PcsFile qw(compressed_files allocated copy_differences);
 
 my $node = PostgreSQL::Test::Cluster->new('reflink');
@@ -256,14 +257,7 @@ SELECT (SELECT count(*) FROM ((TABLE c EXCEPT TABLE ledger)
 	|| (SELECT count(*) FROM c))),
 		$db eq 'by_clone' ? '0 190000' : '0 200000',
 		"$db: the rows are the ledger's");
-	is( $node->safe_psql($db, q(
-SELECT (SELECT count(*) FROM pg_class r, verify_heapam(r.oid)
-		WHERE r.relkind IN ('r', 'm', 't') AND r.relpersistence = 'p')
-	|| ' ' ||
-	((SELECT count(*) FROM (SELECT bt_index_check(r.oid, true)
-		FROM pg_class r JOIN pg_am a ON a.oid = r.relam
-		WHERE a.amname = 'btree' AND r.relpersistence = 'p') i)
-		> 0))),
+	is($node->safe_psql($db, PgStrata::Amcheck::clean_query(0)),
 		'0 true', "$db: amcheck is clean");
 }
 
