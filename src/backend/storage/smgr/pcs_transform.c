@@ -188,91 +188,153 @@ pcs_transpose8x8(uint64 *x)
  * (dst, columns dpitch bytes apart), in SSE2 registers: row k and row k + 8
  * share a register, then three rounds of interleaving (bytes, pairs, fours)
  * leave two columns of eight rows in each register, whose halves are joined.
+ * Written out without arrays or loops, so that the compiler keeps every
+ * value in a register: with arrays, GCC at -O2 kept them on the stack, and
+ * the transposition cost twice lz4's decoding of the same page.
  */
 static inline void
 pcs_transpose16x8(const char *src, int spitch, char *dst, int dpitch)
 {
-	__m128i		x[8];
-	__m128i		y[8];
-	__m128i		z[8];
+#define PCS_ROW(k) _mm_loadl_epi64((const __m128i *) (src + (k) * spitch))
+	__m128i		x0 = _mm_unpacklo_epi64(PCS_ROW(0), PCS_ROW(8));
+	__m128i		x1 = _mm_unpacklo_epi64(PCS_ROW(1), PCS_ROW(9));
+	__m128i		x2 = _mm_unpacklo_epi64(PCS_ROW(2), PCS_ROW(10));
+	__m128i		x3 = _mm_unpacklo_epi64(PCS_ROW(3), PCS_ROW(11));
+	__m128i		x4 = _mm_unpacklo_epi64(PCS_ROW(4), PCS_ROW(12));
+	__m128i		x5 = _mm_unpacklo_epi64(PCS_ROW(5), PCS_ROW(13));
+	__m128i		x6 = _mm_unpacklo_epi64(PCS_ROW(6), PCS_ROW(14));
+	__m128i		x7 = _mm_unpacklo_epi64(PCS_ROW(7), PCS_ROW(15));
+#undef PCS_ROW
+	/* rows 2i and 2i + 1 interleaved; rows 2i + 8 and 2i + 9 */
+	__m128i		y0 = _mm_unpacklo_epi8(x0, x1);
+	__m128i		y1 = _mm_unpackhi_epi8(x0, x1);
+	__m128i		y2 = _mm_unpacklo_epi8(x2, x3);
+	__m128i		y3 = _mm_unpackhi_epi8(x2, x3);
+	__m128i		y4 = _mm_unpacklo_epi8(x4, x5);
+	__m128i		y5 = _mm_unpackhi_epi8(x4, x5);
+	__m128i		y6 = _mm_unpacklo_epi8(x6, x7);
+	__m128i		y7 = _mm_unpackhi_epi8(x6, x7);
 
-	for (int k = 0; k < 8; k++)
-		x[k] = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *) (src + k * spitch)),
-								  _mm_loadl_epi64((const __m128i *) (src + (k + 8) * spitch)));
-	/* y[2i]: rows 2i and 2i + 1 interleaved; y[2i + 1]: rows 2i + 8, 2i + 9 */
-	for (int k = 0; k < 8; k += 2)
-	{
-		y[k] = _mm_unpacklo_epi8(x[k], x[k + 1]);
-		y[k + 1] = _mm_unpackhi_epi8(x[k], x[k + 1]);
-	}
-	/* z[2i], z[2i + 1]: columns 0-3 and 4-7 of rows 4i to 4i + 3 (mod 16) */
-	z[0] = _mm_unpacklo_epi16(y[0], y[2]);
-	z[1] = _mm_unpackhi_epi16(y[0], y[2]);
-	z[2] = _mm_unpacklo_epi16(y[4], y[6]);
-	z[3] = _mm_unpackhi_epi16(y[4], y[6]);
-	z[4] = _mm_unpacklo_epi16(y[1], y[3]);
-	z[5] = _mm_unpackhi_epi16(y[1], y[3]);
-	z[6] = _mm_unpacklo_epi16(y[5], y[7]);
-	z[7] = _mm_unpackhi_epi16(y[5], y[7]);
-	/* x[m], x[m + 4]: columns 2m and 2m + 1 of rows 0-7, and of rows 8-15 */
-	x[0] = _mm_unpacklo_epi32(z[0], z[2]);
-	x[1] = _mm_unpackhi_epi32(z[0], z[2]);
-	x[2] = _mm_unpacklo_epi32(z[1], z[3]);
-	x[3] = _mm_unpackhi_epi32(z[1], z[3]);
-	x[4] = _mm_unpacklo_epi32(z[4], z[6]);
-	x[5] = _mm_unpackhi_epi32(z[4], z[6]);
-	x[6] = _mm_unpacklo_epi32(z[5], z[7]);
-	x[7] = _mm_unpackhi_epi32(z[5], z[7]);
-	for (int m = 0; m < 4; m++)
-	{
-		_mm_storeu_si128((__m128i *) (dst + 2 * m * dpitch),
-						 _mm_unpacklo_epi64(x[m], x[m + 4]));
-		_mm_storeu_si128((__m128i *) (dst + (2 * m + 1) * dpitch),
-						 _mm_unpackhi_epi64(x[m], x[m + 4]));
-	}
+	/* columns 0-3 and 4-7 of rows 0-3, 4-7, 8-11 and 12-15 */
+	x0 = _mm_unpacklo_epi16(y0, y2);
+	x1 = _mm_unpackhi_epi16(y0, y2);
+	x2 = _mm_unpacklo_epi16(y4, y6);
+	x3 = _mm_unpackhi_epi16(y4, y6);
+	x4 = _mm_unpacklo_epi16(y1, y3);
+	x5 = _mm_unpackhi_epi16(y1, y3);
+	x6 = _mm_unpacklo_epi16(y5, y7);
+	x7 = _mm_unpackhi_epi16(y5, y7);
+	/* columns 2m and 2m + 1 of rows 0-7 (y0-y3) and of rows 8-15 (y4-y7) */
+	y0 = _mm_unpacklo_epi32(x0, x2);
+	y1 = _mm_unpackhi_epi32(x0, x2);
+	y2 = _mm_unpacklo_epi32(x1, x3);
+	y3 = _mm_unpackhi_epi32(x1, x3);
+	y4 = _mm_unpacklo_epi32(x4, x6);
+	y5 = _mm_unpackhi_epi32(x4, x6);
+	y6 = _mm_unpacklo_epi32(x5, x7);
+	y7 = _mm_unpackhi_epi32(x5, x7);
+	_mm_storeu_si128((__m128i *) dst, _mm_unpacklo_epi64(y0, y4));
+	_mm_storeu_si128((__m128i *) (dst + dpitch), _mm_unpackhi_epi64(y0, y4));
+	_mm_storeu_si128((__m128i *) (dst + 2 * dpitch), _mm_unpacklo_epi64(y1, y5));
+	_mm_storeu_si128((__m128i *) (dst + 3 * dpitch), _mm_unpackhi_epi64(y1, y5));
+	_mm_storeu_si128((__m128i *) (dst + 4 * dpitch), _mm_unpacklo_epi64(y2, y6));
+	_mm_storeu_si128((__m128i *) (dst + 5 * dpitch), _mm_unpackhi_epi64(y2, y6));
+	_mm_storeu_si128((__m128i *) (dst + 6 * dpitch), _mm_unpacklo_epi64(y3, y7));
+	_mm_storeu_si128((__m128i *) (dst + 7 * dpitch), _mm_unpackhi_epi64(y3, y7));
+}
+
+/* Store the two 8-byte halves of v at p and at p + pitch */
+static inline void
+pcs_store_halves(char *p, int pitch, __m128i v)
+{
+	_mm_storel_epi64((__m128i *) p, v);
+	_mm_storeh_pd((double *) (p + pitch), _mm_castsi128_pd(v));
 }
 
 /*
  * The inverse: 8 columns of 16 bytes (src, columns spitch bytes apart) to
  * 16 rows of 8 bytes (dst, rows dpitch bytes apart).  Interleaving bytes,
  * pairs and fours of two columns, then of their results, leaves two whole
- * rows in each register.
+ * rows in each register.  Written out like the forward direction.
  */
 static inline void
 pcs_untranspose8x16(const char *src, int spitch, char *dst, int dpitch)
 {
-	__m128i		a[8];
-	__m128i		b[8];
-	__m128i		c[8];
+#define PCS_COLUMN(i) _mm_loadu_si128((const __m128i *) (src + (i) * spitch))
+	__m128i		a0 = PCS_COLUMN(0);
+	__m128i		a1 = PCS_COLUMN(1);
+	__m128i		a2 = PCS_COLUMN(2);
+	__m128i		a3 = PCS_COLUMN(3);
+	__m128i		a4 = PCS_COLUMN(4);
+	__m128i		a5 = PCS_COLUMN(5);
+	__m128i		a6 = PCS_COLUMN(6);
+	__m128i		a7 = PCS_COLUMN(7);
+#undef PCS_COLUMN
+	/* columns 2i and 2i + 1 of rows 0-7, and of rows 8-15 */
+	__m128i		b0 = _mm_unpacklo_epi8(a0, a1);
+	__m128i		b1 = _mm_unpackhi_epi8(a0, a1);
+	__m128i		b2 = _mm_unpacklo_epi8(a2, a3);
+	__m128i		b3 = _mm_unpackhi_epi8(a2, a3);
+	__m128i		b4 = _mm_unpacklo_epi8(a4, a5);
+	__m128i		b5 = _mm_unpackhi_epi8(a4, a5);
+	__m128i		b6 = _mm_unpacklo_epi8(a6, a7);
+	__m128i		b7 = _mm_unpackhi_epi8(a6, a7);
 
-	for (int i = 0; i < 8; i++)
-		a[i] = _mm_loadu_si128((const __m128i *) (src + i * spitch));
-	/* b[2i]: columns 2i, 2i + 1 of rows 0-7; b[2i + 1]: of rows 8-15 */
-	for (int i = 0; i < 8; i += 2)
-	{
-		b[i] = _mm_unpacklo_epi8(a[i], a[i + 1]);
-		b[i + 1] = _mm_unpackhi_epi8(a[i], a[i + 1]);
-	}
-	/* c[k], c[k + 4]: columns 0-3 and 4-7 of rows 4k to 4k + 3 */
-	c[0] = _mm_unpacklo_epi16(b[0], b[2]);
-	c[1] = _mm_unpackhi_epi16(b[0], b[2]);
-	c[2] = _mm_unpacklo_epi16(b[1], b[3]);
-	c[3] = _mm_unpackhi_epi16(b[1], b[3]);
-	c[4] = _mm_unpacklo_epi16(b[4], b[6]);
-	c[5] = _mm_unpackhi_epi16(b[4], b[6]);
-	c[6] = _mm_unpacklo_epi16(b[5], b[7]);
-	c[7] = _mm_unpackhi_epi16(b[5], b[7]);
-	for (int k = 0; k < 4; k++)
-	{
-		/* rows 4k, 4k + 1; then rows 4k + 2, 4k + 3 */
-		__m128i		lo = _mm_unpacklo_epi32(c[k], c[k + 4]);
-		__m128i		hi = _mm_unpackhi_epi32(c[k], c[k + 4]);
+	/* columns 0-3 (a0-a3) and 4-7 (a4-a7) of rows 4k to 4k + 3 */
+	a0 = _mm_unpacklo_epi16(b0, b2);
+	a1 = _mm_unpackhi_epi16(b0, b2);
+	a2 = _mm_unpacklo_epi16(b1, b3);
+	a3 = _mm_unpackhi_epi16(b1, b3);
+	a4 = _mm_unpacklo_epi16(b4, b6);
+	a5 = _mm_unpackhi_epi16(b4, b6);
+	a6 = _mm_unpacklo_epi16(b5, b7);
+	a7 = _mm_unpackhi_epi16(b5, b7);
+	/* rows 4k, 4k + 1, then rows 4k + 2, 4k + 3 */
+	pcs_store_halves(dst, dpitch, _mm_unpacklo_epi32(a0, a4));
+	pcs_store_halves(dst + 2 * dpitch, dpitch, _mm_unpackhi_epi32(a0, a4));
+	pcs_store_halves(dst + 4 * dpitch, dpitch, _mm_unpacklo_epi32(a1, a5));
+	pcs_store_halves(dst + 6 * dpitch, dpitch, _mm_unpackhi_epi32(a1, a5));
+	pcs_store_halves(dst + 8 * dpitch, dpitch, _mm_unpacklo_epi32(a2, a6));
+	pcs_store_halves(dst + 10 * dpitch, dpitch, _mm_unpackhi_epi32(a2, a6));
+	pcs_store_halves(dst + 12 * dpitch, dpitch, _mm_unpacklo_epi32(a3, a7));
+	pcs_store_halves(dst + 14 * dpitch, dpitch, _mm_unpackhi_epi32(a3, a7));
+}
 
-		_mm_storel_epi64((__m128i *) (dst + 4 * k * dpitch), lo);
-		_mm_storeh_pd((double *) (dst + (4 * k + 1) * dpitch), _mm_castsi128_pd(lo));
-		_mm_storel_epi64((__m128i *) (dst + (4 * k + 2) * dpitch), hi);
-		_mm_storeh_pd((double *) (dst + (4 * k + 3) * dpitch), _mm_castsi128_pd(hi));
-	}
+/* Store rows first and first + 1 (v's halves) at p, pitch apart, if < nrows */
+static inline void
+pcs_store_rows(char *p, int pitch, __m128i v, int first, int nrows)
+{
+	if (first < nrows)
+		_mm_storel_epi64((__m128i *) (p + first * pitch), v);
+	if (first + 1 < nrows)
+		_mm_storeh_pd((double *) (p + (first + 1) * pitch), _mm_castsi128_pd(v));
+}
+
+/*
+ * The inverse for 8 rows: 8 columns of 8 bytes (src, columns spitch bytes
+ * apart) to the first nrows (at most 8) rows of 8 bytes (dst, rows dpitch
+ * bytes apart); the same rounds on half registers.
+ */
+static inline void
+pcs_untranspose8x8(const char *src, int spitch, char *dst, int dpitch,
+				   int nrows)
+{
+#define PCS_COLUMN(i) _mm_loadl_epi64((const __m128i *) (src + (i) * spitch))
+	__m128i		b0 = _mm_unpacklo_epi8(PCS_COLUMN(0), PCS_COLUMN(1));
+	__m128i		b2 = _mm_unpacklo_epi8(PCS_COLUMN(2), PCS_COLUMN(3));
+	__m128i		b4 = _mm_unpacklo_epi8(PCS_COLUMN(4), PCS_COLUMN(5));
+	__m128i		b6 = _mm_unpacklo_epi8(PCS_COLUMN(6), PCS_COLUMN(7));
+#undef PCS_COLUMN
+	/* columns 0-3 of rows 0-3 and 4-7; columns 4-7 of the same */
+	__m128i		c0 = _mm_unpacklo_epi16(b0, b2);
+	__m128i		c1 = _mm_unpackhi_epi16(b0, b2);
+	__m128i		c4 = _mm_unpacklo_epi16(b4, b6);
+	__m128i		c5 = _mm_unpackhi_epi16(b4, b6);
+
+	pcs_store_rows(dst, dpitch, _mm_unpacklo_epi32(c0, c4), 0, nrows);
+	pcs_store_rows(dst, dpitch, _mm_unpackhi_epi32(c0, c4), 2, nrows);
+	pcs_store_rows(dst, dpitch, _mm_unpacklo_epi32(c1, c5), 4, nrows);
+	pcs_store_rows(dst, dpitch, _mm_unpackhi_epi32(c1, c5), 6, nrows);
 }
 #endif							/* USE_SSE2 */
 
@@ -321,6 +383,16 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 		{
 			uint64		x[8] = {0};
 
+#ifdef USE_SSE2
+			if (inverse)
+			{
+				pcs_untranspose8x8(src + tail_cols * rows + block_rows, rows,
+								   dst + block_rows * stride + tail_cols, stride,
+								   tail);
+				continue;
+			}
+#endif
+
 			for (int i = 0; i < (inverse ? 8 : tail); i++)
 			{
 				if (inverse)
@@ -354,6 +426,14 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 									  dst + c * rows + r, rows);
 			}
 			r += 16;
+			continue;
+		}
+		if (inverse)
+		{
+			for (int c = 0; c < block_cols; c += 8)
+				pcs_untranspose8x8(src + c * rows + r, rows,
+								   dst + r * stride + c, stride, 8);
+			r += 8;
 			continue;
 		}
 #endif
