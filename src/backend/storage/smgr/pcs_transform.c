@@ -243,12 +243,14 @@ pcs_transpose16x8(const char *src, int spitch, char *dst, int dpitch)
 	_mm_storeu_si128((__m128i *) (dst + 7 * dpitch), _mm_unpackhi_epi64(y3, y7));
 }
 
-/* Store the two 8-byte halves of v at p and at p + pitch */
+/* Store rows first and first + 1 (v's halves) at p, pitch apart, if < nrows */
 static inline void
-pcs_store_halves(char *p, int pitch, __m128i v)
+pcs_store_rows(char *p, int pitch, __m128i v, int first, int nrows)
 {
-	_mm_storel_epi64((__m128i *) p, v);
-	_mm_storeh_pd((double *) (p + pitch), _mm_castsi128_pd(v));
+	if (first < nrows)
+		_mm_storel_epi64((__m128i *) (p + first * pitch), v);
+	if (first + 1 < nrows)
+		_mm_storeh_pd((double *) (p + (first + 1) * pitch), _mm_castsi128_pd(v));
 }
 
 /*
@@ -290,24 +292,14 @@ pcs_untranspose8x16(const char *src, int spitch, char *dst, int dpitch)
 	a6 = _mm_unpacklo_epi16(b5, b7);
 	a7 = _mm_unpackhi_epi16(b5, b7);
 	/* rows 4k, 4k + 1, then rows 4k + 2, 4k + 3 */
-	pcs_store_halves(dst, dpitch, _mm_unpacklo_epi32(a0, a4));
-	pcs_store_halves(dst + 2 * dpitch, dpitch, _mm_unpackhi_epi32(a0, a4));
-	pcs_store_halves(dst + 4 * dpitch, dpitch, _mm_unpacklo_epi32(a1, a5));
-	pcs_store_halves(dst + 6 * dpitch, dpitch, _mm_unpackhi_epi32(a1, a5));
-	pcs_store_halves(dst + 8 * dpitch, dpitch, _mm_unpacklo_epi32(a2, a6));
-	pcs_store_halves(dst + 10 * dpitch, dpitch, _mm_unpackhi_epi32(a2, a6));
-	pcs_store_halves(dst + 12 * dpitch, dpitch, _mm_unpacklo_epi32(a3, a7));
-	pcs_store_halves(dst + 14 * dpitch, dpitch, _mm_unpackhi_epi32(a3, a7));
-}
-
-/* Store rows first and first + 1 (v's halves) at p, pitch apart, if < nrows */
-static inline void
-pcs_store_rows(char *p, int pitch, __m128i v, int first, int nrows)
-{
-	if (first < nrows)
-		_mm_storel_epi64((__m128i *) (p + first * pitch), v);
-	if (first + 1 < nrows)
-		_mm_storeh_pd((double *) (p + (first + 1) * pitch), _mm_castsi128_pd(v));
+	pcs_store_rows(dst, dpitch, _mm_unpacklo_epi32(a0, a4), 0, 16);
+	pcs_store_rows(dst, dpitch, _mm_unpackhi_epi32(a0, a4), 2, 16);
+	pcs_store_rows(dst, dpitch, _mm_unpacklo_epi32(a1, a5), 4, 16);
+	pcs_store_rows(dst, dpitch, _mm_unpackhi_epi32(a1, a5), 6, 16);
+	pcs_store_rows(dst, dpitch, _mm_unpacklo_epi32(a2, a6), 8, 16);
+	pcs_store_rows(dst, dpitch, _mm_unpackhi_epi32(a2, a6), 10, 16);
+	pcs_store_rows(dst, dpitch, _mm_unpacklo_epi32(a3, a7), 12, 16);
+	pcs_store_rows(dst, dpitch, _mm_unpackhi_epi32(a3, a7), 14, 16);
 }
 
 /*
@@ -337,6 +329,39 @@ pcs_untranspose8x8(const char *src, int spitch, char *dst, int dpitch,
 	pcs_store_rows(dst, dpitch, _mm_unpackhi_epi32(c1, c5), 6, nrows);
 }
 #endif							/* USE_SSE2 */
+
+#ifndef WORDS_BIGENDIAN
+/*
+ * The block of columns c to c + 7 of rows r to r + nrows - 1 (nrows at most
+ * 8) through eight 64-bit words, to columns or back with inverse.  All 8
+ * bytes are read of each column (inverse) and written of each column
+ * (forward), rows past nrows being zeros forward and dropped inverse:
+ * pcs_transpose() says when that is safe.
+ */
+static inline void
+pcs_transpose_words(const char *src, char *dst, int rows, int stride,
+					int r, int c, int nrows, bool inverse)
+{
+	uint64		x[8] = {0};
+
+	Assert(nrows > 0 && nrows <= 8);
+	for (int i = 0; i < (inverse ? 8 : nrows); i++)
+	{
+		if (inverse)
+			memcpy(&x[i], src + (c + i) * rows + r, 8);
+		else
+			memcpy(&x[i], src + (r + i) * stride + c, 8);
+	}
+	pcs_transpose8x8(x);
+	for (int i = 0; i < (inverse ? nrows : 8); i++)
+	{
+		if (inverse)
+			memcpy(dst + (r + i) * stride + c, &x[i], 8);
+		else
+			memcpy(dst + (c + i) * rows + r, &x[i], 8);
+	}
+}
+#endif
 
 /*
  * Step 2 and its inverse on the len bytes of the tuple space: rows of stride
@@ -381,33 +406,15 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 		for (; tail > 0 && tail_cols + 8 < stride && tail_cols < block_cols;
 			 tail_cols += 8)
 		{
-			uint64		x[8] = {0};
-
 #ifdef USE_SSE2
 			if (inverse)
-			{
 				pcs_untranspose8x8(src + tail_cols * rows + block_rows, rows,
 								   dst + block_rows * stride + tail_cols, stride,
 								   tail);
-				continue;
-			}
+			else
 #endif
-
-			for (int i = 0; i < (inverse ? 8 : tail); i++)
-			{
-				if (inverse)
-					memcpy(&x[i], src + (tail_cols + i) * rows + block_rows, 8);
-				else
-					memcpy(&x[i], src + (block_rows + i) * stride + tail_cols, 8);
-			}
-			pcs_transpose8x8(x);
-			for (int i = 0; i < (inverse ? tail : 8); i++)
-			{
-				if (inverse)
-					memcpy(dst + (block_rows + i) * stride + tail_cols, &x[i], 8);
-				else
-					memcpy(dst + (tail_cols + i) * rows + block_rows, &x[i], 8);
-			}
+				pcs_transpose_words(src, dst, rows, stride, block_rows,
+									tail_cols, tail, inverse);
 		}
 	}
 
@@ -438,25 +445,7 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 		}
 #endif
 		for (int c = 0; c < block_cols; c += 8)
-		{
-			uint64		x[8];
-
-			for (int i = 0; i < 8; i++)
-			{
-				if (inverse)
-					memcpy(&x[i], src + (c + i) * rows + r, 8);
-				else
-					memcpy(&x[i], src + (r + i) * stride + c, 8);
-			}
-			pcs_transpose8x8(x);
-			for (int i = 0; i < 8; i++)
-			{
-				if (inverse)
-					memcpy(dst + (r + i) * stride + c, &x[i], 8);
-				else
-					memcpy(dst + (c + i) * rows + r, &x[i], 8);
-			}
-		}
+			pcs_transpose_words(src, dst, rows, stride, r, c, 8, inverse);
 		r += 8;
 	}
 #endif
