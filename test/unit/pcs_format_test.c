@@ -1148,6 +1148,146 @@ make_posting_page(char *page, unsigned seed)
 }
 
 /*
+ * Call f on each heap TID of a split page made by make_posting_page(), in
+ * the order of stream C (tuples in line pointer order, the t_tid of a plain
+ * tuple, the list of a posting one); returns how many
+ */
+static int
+for_each_heap_tid(char *page, void (*f) (char *tid, int k, void *arg),
+				  void *arg)
+{
+	PageHeader	ph = (PageHeader) page;
+	int			nitems = (ph->pd_lower - SizeOfPageHeaderData) / sizeof(ItemIdData);
+	int			k = 0;
+
+	for (int i = 0; i < nitems; i++)
+	{
+		ItemIdData	lp;
+		uint16		info;
+		uint16		posid;
+		char	   *tup;
+
+		memcpy(&lp, page + SizeOfPageHeaderData + i * sizeof(ItemIdData), sizeof(lp));
+		if (lp.lp_len == 0)
+			continue;
+		tup = page + lp.lp_off;
+		memcpy(&info, tup + 6, 2);
+		memcpy(&posid, tup + 4, 2);
+		if (!(info & PCS_ALT_TID_MASK))
+			f(tup, k++, arg);
+		else if (posid & PCS_BT_IS_POSTING)
+		{
+			for (int t = 0; t < (posid & PCS_BT_OFFSET_MASK); t++)
+				f(tup + 16 + t * 6, k++, arg);
+		}
+	}
+	return k;
+}
+
+/* A TID's block number and offset number */
+static void
+get_tid(const char *p, uint32 *block, uint16 *posid)
+{
+	uint16		hi,
+				lo;
+
+	memcpy(&hi, p, 2);
+	memcpy(&lo, p + 2, 2);
+	memcpy(posid, p + 4, 2);
+	*block = ((uint32) hi << 16) | lo;
+}
+
+/* for_each_heap_tid(): multiply the block number by *arg */
+static void
+scale_tid(char *tid, int k, void *arg)
+{
+	uint32		block;
+	uint16		posid;
+
+	get_tid(tid, &block, &posid);
+	put_tid(tid, block * *(uint32 *) arg, posid);
+}
+
+/* Multiply the block numbers of a split page's heap TIDs by mult */
+static void
+scale_tid_blocks(char *page, uint32 mult)
+{
+	for_each_heap_tid(page, scale_tid, &mult);
+}
+
+/* for_each_heap_tid(): nothing, to count them */
+static void
+count_tid(char *tid, int k, void *arg)
+{
+}
+
+/* What check_planned_tid() compares a page's heap TIDs with */
+typedef struct PlannedTids
+{
+	const unsigned char *c;		/* stream C of the page's image */
+	int			ntids;			/* rows of stream C */
+	uint32		prev;			/* block number of the TID before */
+	bool		ok;
+} PlannedTids;
+
+/* for_each_heap_tid(): is TID k in all six planes of stream C? */
+static void
+check_planned_tid(char *tid, int k, void *arg)
+{
+	PlannedTids *pt = arg;
+	uint32		block;
+	uint16		posid;
+	uint32		delta;
+
+	get_tid(tid, &block, &posid);
+	delta = block - pt->prev;
+	pt->prev = block;
+	for (int j = 0; j < 6; j++)
+	{
+		unsigned	want = j < 2 ? (posid >> (8 * j)) & 0xFF : (delta >> (8 * (j - 2))) & 0xFF;
+
+		if (pt->c[j * pt->ntids + k] != want)
+			pt->ok = false;
+	}
+}
+
+/*
+ * Does the split image of a page made by make_posting_page() hold stream C
+ * as the split's comment says?  It follows A (2 bytes a tuple) and B (6
+ * bytes a tuple with an alternative t_tid): each heap TID's offset number,
+ * then the difference of its block number from the one before, each as
+ * bytes least significant first, byte j of every TID in plane j.
+ */
+static bool
+split_tids_as_planned(char *page, const char *image)
+{
+	PageHeader	ph = (PageHeader) page;
+	int			nitems = (ph->pd_lower - SizeOfPageHeaderData) / sizeof(ItemIdData);
+	int			nstored = 0;
+	int			nalt = 0;
+	PlannedTids pt = {0};
+
+	for (int i = 0; i < nitems; i++)
+	{
+		ItemIdData	lp;
+		uint16		info;
+
+		memcpy(&lp, page + SizeOfPageHeaderData + i * sizeof(ItemIdData), sizeof(lp));
+		if (lp.lp_len == 0)
+			continue;
+		nstored++;
+		memcpy(&info, page + lp.lp_off + 6, 2);
+		if (info & PCS_ALT_TID_MASK)
+			nalt++;
+	}
+	pt.c = (const unsigned char *) image + ph->pd_upper + 2 * nstored + 6 * nalt;
+	pt.ntids = for_each_heap_tid(page, count_tid, NULL);
+	pt.ok = true;
+	(void) for_each_heap_tid(page, check_planned_tid, &pt);
+	return pt.ok && pt.ntids > 16;
+}
+
+/*
  * The index split of pcs_compress_page(): B-tree pages with posting lists
  * are split into streams, reversibly for any bytes, and it pays.
  */
@@ -1170,88 +1310,29 @@ test_split(void)
 	check(pcs_page_unshuffle(image, back, PCS_ENTRY_SHUFFLED) != PCS_SOUND ||
 		  memcmp(page, back, BLCKSZ) != 0,
 		  "read as shuffled instead, it does not give the page");
+	check(split_tids_as_planned(page, image),
+		  "its heap TIDs are stored as offsets and block differences, plane by plane");
 	{
 		/*
-		 * Stream C follows A (2 bytes a tuple) and B (6 bytes a tuple with an
-		 * alternative t_tid); plane 2 holds the low bytes of the block number
-		 * differences, which within a posting list are 1 to 25.
+		 * Block numbers of every size, rising and falling: the upper planes
+		 * of the differences, which the page above leaves zero or all ones
 		 */
-		PageHeader	ph = (PageHeader) page;
-		int			nitems = (ph->pd_lower - SizeOfPageHeaderData) / sizeof(ItemIdData);
-		int			nstored = 0;
-		int			nalt = 0;
-		int			ntids = 0;
-		int			c;
-		int			k = 0;
-		bool		deltas = true;
-		uint32		prev = 0;
+		bool		planned = true;
 
-		for (int i = 0; i < nitems; i++)
+		for (unsigned mult = 1; mult < 4000000000U / 4000; mult = mult * 7 + 3)
 		{
-			ItemIdData	lp;
-			uint16		info;
-			uint16		posid;
-
-			memcpy(&lp, page + SizeOfPageHeaderData + i * sizeof(ItemIdData), sizeof(lp));
-			if (lp.lp_len == 0)
-				continue;
-			nstored++;
-			memcpy(&info, page + lp.lp_off + 6, 2);
-			memcpy(&posid, page + lp.lp_off + 4, 2);
-			if (info & PCS_ALT_TID_MASK)
-				nalt++;
-			ntids += (info & PCS_ALT_TID_MASK) ? 0 : 1;
-			if ((info & PCS_ALT_TID_MASK) && (posid & PCS_BT_IS_POSTING))
-				ntids += posid & PCS_BT_OFFSET_MASK;
+			make_posting_page(page, 11 + mult);
+			scale_tid_blocks(page, mult);
+			planned &= pcs_page_shuffle(page, image) == PCS_ENTRY_SPLIT &&
+				split_tids_as_planned(page, image) &&
+				pcs_page_unshuffle(image, back, PCS_ENTRY_SPLIT) == PCS_SOUND &&
+				memcmp(page, back, BLCKSZ) == 0;
 		}
-		c = ph->pd_upper + 2 * nstored + 6 * nalt;
-		for (int i = 0; i < nitems; i++)
-		{
-			ItemIdData	lp;
-			uint16		info;
-			uint16		posid;
-			char	   *tup;
-
-			memcpy(&lp, page + SizeOfPageHeaderData + i * sizeof(ItemIdData), sizeof(lp));
-			if (lp.lp_len == 0)
-				continue;
-			tup = page + lp.lp_off;
-			memcpy(&info, tup + 6, 2);
-			memcpy(&posid, tup + 4, 2);
-			if (!(info & PCS_ALT_TID_MASK))
-			{
-				uint16		hi,
-							lo;
-
-				memcpy(&hi, tup, 2);
-				memcpy(&lo, tup + 2, 2);
-				prev = ((uint32) hi << 16) | lo;
-				k++;
-				continue;
-			}
-			if (!(posid & PCS_BT_IS_POSTING))
-				continue;
-			for (int t = 0; t < (posid & PCS_BT_OFFSET_MASK); t++, k++)
-			{
-				uint16		hi,
-							lo,
-							off;
-				uint32		block;
-
-				memcpy(&hi, tup + 16 + t * 6, 2);
-				memcpy(&lo, tup + 16 + t * 6 + 2, 2);
-				memcpy(&off, tup + 16 + t * 6 + 4, 2);
-				block = ((uint32) hi << 16) | lo;
-				if ((unsigned char) image[c + k] != (off & 0xFF) ||
-					(unsigned char) image[c + 2 * ntids + k] != ((block - prev) & 0xFF) ||
-					(t > 0 && (block - prev < 1 || block - prev > 25)))
-					deltas = false;
-				prev = block;
-			}
-		}
-		check(k == ntids && deltas,
-			  "its heap TIDs are stored as offsets and block differences, plane by plane");
+		check(planned,
+			  "heap TIDs on blocks of any number are stored plane by plane and come back");
 	}
+	make_posting_page(page, 11);
+	(void) pcs_page_shuffle(page, image);
 #ifdef USE_ZSTD
 	{
 		char		out[2 * BLCKSZ];
