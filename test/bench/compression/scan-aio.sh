@@ -20,10 +20,12 @@
 # configuration, table and operation, compressed / plain, and each 18
 # configuration / 17.
 #
-# Environment: ROUNDS (3), ROWS (400000), RIG_READ_MBPS (100),
+# Environment: ROUNDS (3), ROWS (400000), RIG_READ_MBPS (100; 0 reads at
+# the device's own speed, still counted),
 # CONFIGS ("17 18:sync 18:worker 18:io_uring"), SHARED_BUFFERS (128MB),
 # TABLES ("c p"; "c" measures the compressed table only, for more rounds
-# in the same time: its plain ratios are then 0).
+# in the same time: its plain ratios are then 0), DATA_CHECKSUMS (on: on both clusters, as
+# both initdbs default to; off: on neither).
 
 set -euo pipefail
 
@@ -36,6 +38,7 @@ MBPS=${RIG_READ_MBPS:-100}
 CONFIGS=(${CONFIGS:-17 18:sync 18:worker 18:io_uring})
 SHARED_BUFFERS=${SHARED_BUFFERS:-128MB}
 TABLES=${TABLES:-"c p"}
+DATA_CHECKSUMS=${DATA_CHECKSUMS:-on}
 WORK=$TOP/build/bench/scan-aio
 CG=/sys/fs/cgroup/blkio/pgscan
 
@@ -53,7 +56,8 @@ done
 dev=$(lsblk -no MAJ:MIN "$(findmnt -no SOURCE /)" | head -1 | tr -d ' ')
 rmdir "$CG" 2>/dev/null || true
 mkdir -p "$CG"
-echo "$dev $((MBPS * 1024 * 1024))" >"$CG/blkio.throttle.read_bps_device"
+# RIG_READ_MBPS=0: no limit, the device's own speed (the group still counts)
+[ "$MBPS" -gt 0 ] && echo "$dev $((MBPS * 1024 * 1024))" >"$CG/blkio.throttle.read_bps_device"
 
 as_user() { runuser -u "$TEST_USER" -- "$@"; }
 psql_of()
@@ -93,7 +97,11 @@ mkdir -p "$WORK"
 chown "$TEST_USER" "$WORK"
 for major in 17 18; do
 	as_user mkdir -p "$WORK/$major/cts"
-	as_user "$(bin_of $major)/initdb" -D "$WORK/$major/data" -A trust --no-sync >"$WORK/$major/initdb.log"
+	# data checksums set, not left to each initdb's default, so that both
+	# clusters verify every page read or neither does
+	if [ "$DATA_CHECKSUMS" = on ]; then checksums=--data-checksums; else checksums=--no-data-checksums; fi
+	[ "$major" = 17 ] && [ "$DATA_CHECKSUMS" = off ] && checksums=
+	as_user "$(bin_of $major)/initdb" -D "$WORK/$major/data" -A trust --no-sync $checksums >"$WORK/$major/initdb.log"
 	port[$major]=$(free_port)
 	as_user tee -a "$WORK/$major/data/postgresql.conf" >/dev/null <<CONF
 listen_addresses = '127.0.0.1'
@@ -112,7 +120,7 @@ CONF
 				(SELECT string_agg((ARRAY['carefully','final','deposits','detect',
 					'slyly','furiously','regular','accounts','ironic','packages',
 					'quickly','pending','requests','express','theodolites','boost'])
-					[1 + (g * k * 13) % 16], ' ')
+					[1 + (g::bigint * k * 13) % 16], ' ')
 				 FROM generate_series(1, 10 + g % 70) k) AS note
 			FROM generate_series(1, $ROWS) g" \
 		-c "CREATE TABLE c TABLESPACE cts AS SELECT * FROM p" \
@@ -160,11 +168,12 @@ declare -A times
 {
 	echo "## scan-aio.sh, $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo
-	echo "- command: \`ROUNDS=$ROUNDS ROWS=$ROWS RIG_READ_MBPS=$MBPS CONFIGS=\"${CONFIGS[*]}\" SHARED_BUFFERS=$SHARED_BUFFERS TABLES=\"$TABLES\" test/bench/compression/scan-aio.sh\` (as root)"
+	echo "- command: \`ROUNDS=$ROUNDS ROWS=$ROWS RIG_READ_MBPS=$MBPS CONFIGS=\"${CONFIGS[*]}\" SHARED_BUFFERS=$SHARED_BUFFERS TABLES=\"$TABLES\" DATA_CHECKSUMS=$DATA_CHECKSUMS test/bench/compression/scan-aio.sh\` (as root)"
 	echo "- machine: $(nproc) CPUs, $(($(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1048576)) GiB, $(uname -sr); load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "- reads from device $dev ($(findmnt -no SOURCE /)) throttled to $MBPS MiB/s; ROWS=$ROWS, ROUNDS=$ROUNDS, shared_buffers=$SHARED_BUFFERS"
+	if [ "$MBPS" -gt 0 ]; then throttle="throttled to $MBPS MiB/s"; else throttle="not throttled"; fi
+	echo "- reads from device $dev ($(findmnt -no SOURCE /)) $throttle; ROWS=$ROWS, ROUNDS=$ROUNDS, shared_buffers=$SHARED_BUFFERS"
 	for major in 17 18; do
-		echo "- $major: p $(psql_of $major -c "SELECT pg_size_pretty(pg_table_size('p'))"), c $(psql_of $major -c "SELECT pg_size_pretty(pg_table_size('c'))") ($(psql_of $major -c "SELECT version()" | cut -d, -f1))"
+		echo "- $major: p $(psql_of $major -c "SELECT pg_size_pretty(pg_table_size('p'))"), c $(psql_of $major -c "SELECT pg_size_pretty(pg_table_size('c'))") ($(psql_of $major -c "SELECT version()" | cut -d, -f1); data_checksums $(psql_of $major -c "SHOW data_checksums"))"
 	done
 	echo
 	echo "| round | config | table | op | ms | kB read from the disk |"
