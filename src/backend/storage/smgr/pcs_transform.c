@@ -905,6 +905,13 @@ pcs_shuffle(const char *in, char *out, uint8 how, bool inverse)
 		!pcs_split_items(in, nitems, upper, special, &split))
 		return PCS_IMAGE_NO_INDEX_TUPLES;
 
+	/*
+	 * The whole page, though the transform rewrites the tuple space: out is
+	 * often a buffer that is not in the CPU's cache, and one string copy
+	 * brings it in more cheaply than the transposition's scattered stores
+	 * do (copying only what stays in place made 50,000 index lookups into
+	 * a table in an lz4 tablespace take a third longer).
+	 */
 	memcpy(out, in, BLCKSZ);
 	for (int i = 0; i < nitems; i++)
 	{
