@@ -25,6 +25,7 @@
 #endif
 
 #include "port/pg_crc32c.h"
+#include "port/simd.h"
 #include "storage/bufpage.h"
 #include "storage/pcs_format.h"
 
@@ -1746,5 +1747,11 @@ main(void)
 	test_codec(PCS_ALGO_LZ4);
 #endif
 	printf("1..%d\n", ntests);
+	/* the build's transposition: pcs_transform.c decides it the same way */
+#if defined(USE_SSE2) && !defined(PCS_PORTABLE_TRANSFORMS)
+	printf("# transposition: SSE2\n");
+#else
+	printf("# transposition: portable\n");
+#endif
 	return nfailed == 0 ? 0 : 1;
 }

@@ -34,6 +34,16 @@
 #include "storage/pcs_format.h"
 
 /*
+ * The transposition runs in SSE2 registers where the platform has them,
+ * unless the build asks for the portable code alone: the unit test is built
+ * both ways (test/pcs/001_pcs_format_unit.pl), so that the code other
+ * platforms run is tested here too.  Both make the same bytes.
+ */
+#if defined(USE_SSE2) && !defined(PCS_PORTABLE_TRANSFORMS)
+#define PCS_USE_SSE2
+#endif
+
+/*
  * The page shuffle.
  *
  * General-purpose compressors model a stream of bytes; a PostgreSQL page is
@@ -182,7 +192,7 @@ pcs_transpose8x8(uint64 *x)
 	}
 }
 
-#ifdef USE_SSE2
+#ifdef PCS_USE_SSE2
 /*
  * 16 rows of 8 bytes (src, rows spitch bytes apart) to 8 columns of 16 bytes
  * (dst, columns dpitch bytes apart), in SSE2 registers: row k and row k + 8
@@ -328,7 +338,7 @@ pcs_untranspose8x8(const char *src, int spitch, char *dst, int dpitch,
 	pcs_store_rows(dst, dpitch, _mm_unpacklo_epi32(c1, c5), 4, nrows);
 	pcs_store_rows(dst, dpitch, _mm_unpackhi_epi32(c1, c5), 6, nrows);
 }
-#endif							/* USE_SSE2 */
+#endif							/* PCS_USE_SSE2 */
 
 #ifndef WORDS_BIGENDIAN
 /*
@@ -406,7 +416,7 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 		for (; tail > 0 && tail_cols + 8 < stride && tail_cols < block_cols;
 			 tail_cols += 8)
 		{
-#ifdef USE_SSE2
+#ifdef PCS_USE_SSE2
 			if (inverse)
 				pcs_untranspose8x8(src + tail_cols * rows + block_rows, rows,
 								   dst + block_rows * stride + tail_cols, stride,
@@ -420,7 +430,7 @@ pcs_transpose(const char *src, char *dst, int len, int stride, bool inverse)
 
 	for (int r = 0; r < block_rows;)
 	{
-#ifdef USE_SSE2
+#ifdef PCS_USE_SSE2
 		if (r + 16 <= block_rows)
 		{
 			for (int c = 0; c < block_cols; c += 8)
@@ -908,9 +918,9 @@ pcs_shuffle(const char *in, char *out, uint8 how, bool inverse)
 	/*
 	 * The whole page, though the transform rewrites the tuple space: out is
 	 * often a buffer that is not in the CPU's cache, and one string copy
-	 * brings it in more cheaply than the transposition's scattered stores
-	 * do (copying only what stays in place made 50,000 index lookups into
-	 * a table in an lz4 tablespace take a third longer).
+	 * brings it in more cheaply than the transposition's scattered stores do
+	 * (copying only what stays in place made 50,000 index lookups into a
+	 * table in an lz4 tablespace take a third longer).
 	 */
 	memcpy(out, in, BLCKSZ);
 	for (int i = 0; i < nitems; i++)
