@@ -26,6 +26,9 @@
 #   bulk-io-window-before-fsm) does not put its row on the window's last
 #   page, which is then the relation's last page: VACUUM could not give
 #   back the window below it;
+# - nor does an insert that looked at the relation's size (held at
+#   bulk-io-extension-sized) before another backend added a window extend
+#   the relation past that window: it takes a page of the window;
 # - amcheck is clean after each.
 
 use strict;
@@ -329,5 +332,46 @@ ok(pages('race') < $p0 + 100,
 is($node->safe_psql('postgres', 'SELECT count(*) FROM race'),
 	$base_rows + 2001, 'every row is there');
 amcheck_clean('race', 'after the insert beside the window');
+
+# --- an insert that saw the size before another backend's window does not
+# extend past that window ---
+make_big('late');
+# rows stored as they are: a row of 7,000 bytes fits only on an empty page
+$node->safe_psql('postgres', 'ALTER TABLE late ALTER v SET STORAGE PLAIN');
+$p0 = pages('late');
+$pre0 = pre_extensions();
+# The insert of such a row stops once it has looked at the relation's
+# size, on its way to extend it.
+my $late = $node->background_psql('postgres');
+$late->query_safe(
+	"SELECT injection_points_set_local(); SELECT injection_points_attach('bulk-io-extension-sized', 'wait')"
+);
+$late->query_until(qr/started/,
+	"\\echo started\nINSERT INTO late VALUES (0, repeat('x', 7000));\n\\echo inserted\n");
+$node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'bulk-io-extension-sized'")
+  or die 'the insert did not stop after looking at the size';
+# Meanwhile a COPY pre-extends: its window goes into the FSM.
+$node->safe_psql('postgres', "COPY late FROM '" . copy_file(1000) . "'");
+is(pre_extensions() - $pre0, 1, 'the COPY added a window');
+is(pages('late'), $p0 + 512, 'the table is the window longer');
+$node->safe_psql('postgres',
+	"SELECT injection_points_wakeup('bulk-io-extension-sized')");
+$late->query_until(qr/inserted/, '');
+$late->quit;
+is(pages('late'), $p0 + 512,
+	'the insert did not extend the table past the window it did not see');
+$row_page = $node->safe_psql('postgres',
+	"SELECT (ctid::text::point)[0]::int FROM late WHERE id = 0");
+ok($row_page >= $p0 && $row_page < $p0 + 512,
+	"its row went into the window (page $row_page, the window $p0 to "
+	  . ($p0 + 511) . ')');
+$node->safe_psql('postgres', 'VACUUM late');
+ok(pages('late') < $p0 + 100,
+	'VACUUM gives back the window nobody used (' . pages('late')
+	  . " pages, $p0 before the COPY)");
+is($node->safe_psql('postgres', 'SELECT count(*) FROM late'),
+	$base_rows + 1001, 'every row is there');
+amcheck_clean('late', 'after the insert that waited');
 
 done_testing();

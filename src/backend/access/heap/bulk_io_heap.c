@@ -77,11 +77,19 @@ bulk_io_heap_wants_pre_extension(Relation rel)
  * (bulk_io_heap_pre_extend), so the look finds it.  We only wait for the
  * lock here, and do not keep it: holding it while the buffer manager
  * evicted victims (and wrote them out, WAL flush included) would make
- * every queued backend wait for that too.
+ * every queued backend wait for that too.  So another backend can still
+ * extend the relation between this look and our extension, window
+ * included; the caller extends only up to the size returned here plus its
+ * own pages (ExtendBufferedRelByUpto), and looks in the FSM again if the
+ * relation has grown past that, rather than extend past that window and
+ * leave its unused pages below a used one, where VACUUM cannot give them
+ * back.
  */
 BlockNumber
 bulk_io_heap_prepare_extension(Relation rel, Size needed, BlockNumber *target)
 {
+	BlockNumber size;
+
 	*target = InvalidBlockNumber;
 	if (!bulk_io_heap_wants_pre_extension(rel))
 		return InvalidBlockNumber;
@@ -97,7 +105,12 @@ bulk_io_heap_prepare_extension(Relation rel, Size needed, BlockNumber *target)
 		if (*target != InvalidBlockNumber)
 			return InvalidBlockNumber;
 	}
-	return RelationGetNumberOfBlocks(rel);
+	size = RelationGetNumberOfBlocks(rel);
+
+	/* a test holds a backend here, the size seen, while another extends */
+	PGSTRATA_INJECTION_POINT("bulk-io-extension-sized");
+
+	return size;
 }
 
 /*
