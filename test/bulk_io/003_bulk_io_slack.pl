@@ -38,6 +38,7 @@ use Digest::MD5 qw(md5_hex);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::Held;
 
 my $node = PostgreSQL::Test::Cluster->new('slack');
 $node->init;
@@ -78,6 +79,29 @@ sub amcheck_clean
 		'0', "$label: verify_heapam($table) is clean");
 	is($node->safe_psql('postgres', "SELECT bt_index_check('${table}_id', true)"),
 		'', "$label: bt_index_check(${table}_id, heapallindexed) is clean");
+}
+
+# row_page(TABLE): the page of the row whose id is 0
+sub row_page
+{
+	my ($table) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT (ctid::text::point)[0]::int FROM $table WHERE id = 0");
+}
+
+# window_given_back(TABLE, P0, ROWS, LABEL): VACUUM gives back the window
+# nobody used (the table ends within 100 pages of P0, its size before the
+# window), the table has ROWS rows, and amcheck is clean
+sub window_given_back
+{
+	my ($table, $p0, $rows, $label) = @_;
+	$node->safe_psql('postgres', "VACUUM $table");
+	ok(pages($table) < $p0 + 100,
+		'VACUUM gives back the window nobody used (' . pages($table)
+		  . " pages, $p0 before the COPY)");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM $table"),
+		$rows, 'every row is there');
+	amcheck_clean($table, $label);
 }
 
 # A table of about 1,230 pages (9.6 MB, above the 8 MB of
@@ -252,24 +276,10 @@ $pre0 = pre_extensions();
 # having found the last page full; the first one extends and stops with
 # the extension lock held (bulk-io-extension-locked); the second one then
 # queues on the lock, and the first one, seeing it, adds the window.
-my $second = $node->background_psql('postgres');
-$second->query_safe(
-	"SELECT injection_points_set_local(); SELECT injection_points_attach('bulk-io-extension-prepare', 'wait')"
-);
-$second->query_until(qr/started/,
-	"\\echo started\n" . insert_sql('conc', 200) . ";\n\\echo second done\n");
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'bulk-io-extension-prepare'")
-  or die 'the second inserter did not stop before extending';
-my $first = $node->background_psql('postgres');
-$first->query_safe(
-	"SELECT injection_points_set_local(); SELECT injection_points_attach('bulk-io-extension-locked', 'wait')"
-);
-$first->query_until(qr/started/,
-	"\\echo started\n" . insert_sql('conc', 200) . ";\n\\echo first done\n");
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'bulk-io-extension-locked'")
-  or die 'the first inserter did not stop with the extension lock';
+my $second = PgStrata::Held::session($node, 'bulk-io-extension-prepare',
+	insert_sql('conc', 200), 'second done');
+my $first = PgStrata::Held::session($node, 'bulk-io-extension-locked',
+	insert_sql('conc', 200), 'first done');
 $node->safe_psql('postgres',
 	"SELECT injection_points_wakeup('bulk-io-extension-prepare')");
 $node->poll_query_until('postgres',
@@ -295,15 +305,8 @@ $p0 = pages('race');
 my $race_file = copy_file(2000);
 # The COPY stops after zero-extending its window, holding the extension
 # lock, before the window is in the FSM.
-my $copier = $node->background_psql('postgres');
-$copier->query_safe(
-	"SELECT injection_points_set_local(); SELECT injection_points_attach('bulk-io-window-before-fsm', 'wait')"
-);
-$copier->query_until(qr/started/,
-	"\\echo started\nCOPY race FROM '$race_file';\n\\echo copied\n");
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'bulk-io-window-before-fsm'")
-  or die 'the COPY did not stop at bulk-io-window-before-fsm';
+my $copier = PgStrata::Held::session($node, 'bulk-io-window-before-fsm',
+	"COPY race FROM '$race_file'", 'copied');
 is(pages('race'), $p0 + 512, 'the window is in the file, not yet in the FSM');
 # A row of 2 kB, for which no page but the window's has room.  Stock takes
 # the relation's last page when the FSM knows none: here the window's last.
@@ -320,18 +323,12 @@ $copier->query_until(qr/copied/, '');
 $inserter->query_until(qr/inserted/, '');
 $copier->quit;
 $inserter->quit;
-my $row_page = $node->safe_psql('postgres',
-	"SELECT (ctid::text::point)[0]::int FROM race WHERE id = 0");
+my $row_page = row_page('race');
 ok($row_page < $p0 + 511,
 	"the insert did not take the window's last page (page $row_page, the window "
 	  . "$p0 to " . ($p0 + 511) . ')');
-$node->safe_psql('postgres', 'VACUUM race');
-ok(pages('race') < $p0 + 100,
-	'VACUUM gives back the window nobody used (' . pages('race')
-	  . " pages, $p0 before the COPY)");
-is($node->safe_psql('postgres', 'SELECT count(*) FROM race'),
-	$base_rows + 2001, 'every row is there');
-amcheck_clean('race', 'after the insert beside the window');
+window_given_back('race', $p0, $base_rows + 2001,
+	'after the insert beside the window');
 
 # --- an insert that saw the size before another backend's window does not
 # extend past that window ---
@@ -342,15 +339,8 @@ $p0 = pages('late');
 $pre0 = pre_extensions();
 # The insert of such a row stops once it has looked at the relation's
 # size, on its way to extend it.
-my $late = $node->background_psql('postgres');
-$late->query_safe(
-	"SELECT injection_points_set_local(); SELECT injection_points_attach('bulk-io-extension-sized', 'wait')"
-);
-$late->query_until(qr/started/,
-	"\\echo started\nINSERT INTO late VALUES (0, repeat('x', 7000));\n\\echo inserted\n");
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'bulk-io-extension-sized'")
-  or die 'the insert did not stop after looking at the size';
+my $late = PgStrata::Held::session($node, 'bulk-io-extension-sized',
+	"INSERT INTO late VALUES (0, repeat('x', 7000))", 'inserted');
 # Meanwhile a COPY pre-extends: its window goes into the FSM.
 $node->safe_psql('postgres', "COPY late FROM '" . copy_file(1000) . "'");
 is(pre_extensions() - $pre0, 1, 'the COPY added a window');
@@ -361,17 +351,11 @@ $late->query_until(qr/inserted/, '');
 $late->quit;
 is(pages('late'), $p0 + 512,
 	'the insert did not extend the table past the window it did not see');
-$row_page = $node->safe_psql('postgres',
-	"SELECT (ctid::text::point)[0]::int FROM late WHERE id = 0");
+$row_page = row_page('late');
 ok($row_page >= $p0 && $row_page < $p0 + 512,
 	"its row went into the window (page $row_page, the window $p0 to "
 	  . ($p0 + 511) . ')');
-$node->safe_psql('postgres', 'VACUUM late');
-ok(pages('late') < $p0 + 100,
-	'VACUUM gives back the window nobody used (' . pages('late')
-	  . " pages, $p0 before the COPY)");
-is($node->safe_psql('postgres', 'SELECT count(*) FROM late'),
-	$base_rows + 1001, 'every row is there');
-amcheck_clean('late', 'after the insert that waited');
+window_given_back('late', $p0, $base_rows + 1001,
+	'after the insert that waited');
 
 done_testing();

@@ -24,6 +24,7 @@ use Digest::MD5 qw(md5_hex);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::Held;
 
 my $node = PostgreSQL::Test::Cluster->new('victims');
 $node->init;
@@ -69,15 +70,8 @@ SELECT count(*) FROM pg_buffercache
 WHERE relfilenode = pg_relation_filenode('big') AND relforknumber = 0
   AND relblocknumber >= $before + 64);
 
-my $copier = $node->background_psql('postgres');
-$copier->query_safe(
-	"SELECT injection_points_set_local(); SELECT injection_points_attach('bulk-io-window-before-fsm', 'wait')"
-);
-$copier->query_until(qr/started/,
-	"\\echo started\nCOPY big FROM '$file';\n\\echo copied\n");
-$node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'bulk-io-window-before-fsm'"
-) or die 'the COPY did not stop at bulk-io-window-before-fsm';
+my $copier = PgStrata::Held::session($node, 'bulk-io-window-before-fsm',
+	"COPY big FROM '$file'", 'copied');
 
 my $size = $node->safe_psql('postgres',
 	"SELECT pg_relation_size('big') / current_setting('block_size')::int");
