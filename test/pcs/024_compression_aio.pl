@@ -12,7 +12,11 @@
 #    with the copy in shared memory).
 # 2. Reads after updates, checkpoints and evictions (pages move in the
 #    file) still give the ledger's rows, and amcheck is clean.
-# 3. A damaged image of the main fork is an ERROR with
+# 3. Rows whose pages do not compress (stored raw) read back as a ledger's,
+#    and with io_method = worker an I/O worker reads them: a run of raw
+#    images is read straight into its buffers, not by the fallback; a
+#    damaged raw page fails its page checksum (XX001 naming the block).
+# 4. A damaged image of the main fork is an ERROR with
 #    ERRCODE_DATA_CORRUPTED naming the relation and block, the server stays
 #    up; a damaged FSM image is zeroed with a WARNING and inserts go on; an
 #    image cut short by the end of the file is an ERROR naming its block.
@@ -173,7 +177,46 @@ UPDATE ledger SET note = note || ' again', qty = qty + 1 WHERE id % 97 = $round;
 	$node->safe_psql('postgres', "SELECT bt_index_check('t_pkey', true)");
 	pass("$method: bt_index_check with heapallindexed is clean");
 
-	# 3. damaged images, read asynchronously
+	# 3. incompressible rows, whose pages are stored raw: a run of raw
+	# images is read by one I/O straight into its buffers (with data
+	# checksums, initdb's default, which verify them), in an I/O worker too
+	is($node->safe_psql('postgres', 'SHOW data_checksums'), 'on',
+		"$method: data checksums are on");
+	$node->safe_psql('postgres', q(
+CREATE TABLE r (id int, b bytea) TABLESPACE cts;
+INSERT INTO r SELECT g, (SELECT string_agg(decode(md5(g || ':' || k), 'hex'), ''::bytea)
+	FROM generate_series(1, 60) k) FROM generate_series(1, 3000) g;
+CREATE TABLE r_ledger AS SELECT * FROM r;
+CHECKPOINT;
+));
+	is($node->safe_psql('postgres', q(
+SELECT raw_pages >= stored_pages * 0.95 AND stored_pages > 100
+FROM pgstrata_relation_compression('r') WHERE fork = 'main')),
+		't', "$method: the pages of r are stored raw");
+	my $rpath = PgStrata::PcsFile::relation_path($node, 'postgres', 'r');
+	$node->restart;
+	is(worker_has_open($node, $rpath), 0,
+		"$method: no I/O worker has r's segment open after a restart")
+	  if $method eq 'worker';
+	is($node->safe_psql('postgres', q(
+SELECT (SELECT md5(string_agg(r::text, '|' ORDER BY id)) FROM r) =
+	   (SELECT md5(string_agg(l::text, '|' ORDER BY id)) FROM r_ledger l))),
+		't', "$method: raw rows read back are the ledger's");
+	is(worker_has_open($node, $rpath), 1,
+		'worker: an I/O worker read the raw pages (not the synchronous fallback)')
+	  if $method eq 'worker';
+	# a damaged raw page fails the page checksum, as a page of md.c does
+	$node->stop;
+	PgStrata::PcsFile::flip_image($rpath, 3);
+	$node->start;
+	my ($rret, $rout, $rerr) = $node->psql('postgres', 'SELECT count(*) FROM r',
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($rerr, qr/ERROR:  XX001: invalid page in block 3 of relation \S+/,
+		"$method: a damaged raw page is XX001 naming its block");
+	is($node->safe_psql('postgres', 'SELECT 1'), '1',
+		"$method: the server is up after it");
+
+	# 4. damaged images, read asynchronously
 	$node->safe_psql('postgres', 'VACUUM t; CHECKPOINT');
 	my $fsm = "${path}_fsm";
 	ok(-s $fsm && PgStrata::PcsFile::is_compressed($fsm),

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/xlog.h"
 #include "access/xlogutils.h"
 #include "common/hashfn.h"
 #include "common/int.h"
@@ -2810,6 +2811,14 @@ pcs_readv(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
  *   the first, ends the I/O early (a partial read), and the buffer manager
  *   reads the rest again with a new I/O.
  *
+ * - A run of raw images (incompressible pages) leaves no room for a plan.
+ *   Where they lie one after another in the file, as md.c's blocks do, and
+ *   data checksums are on, they are read straight into their buffers with
+ *   no plan (pcs_aio_raw_run()): the buffer manager's completion verifies
+ *   each page's checksum, which covers what the image's CRC covers on the
+ *   other paths.  Without data checksums such a run is read synchronously,
+ *   so that the CRC is checked.
+ *
  * Blocks the plan cannot take (an empty first block, an entry that fails its
  * check, images out of order or too far apart, too little room for the
  * plan, no free dictionary slot) are decoded synchronously before a
@@ -2821,8 +2830,9 @@ pcs_readv(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 
 /* Values of the cb_data of pcs_aio_readv_complete() */
 #define PCS_AIO_DECODED		0	/* decoded before the I/O was staged */
-#define PCS_AIO_PLAIN		1	/* to decode, no image uses a dictionary */
-#define PCS_AIO_SLOT0		2	/* to decode with dictionary slot cb_data - 2 */
+#define PCS_AIO_RAW			1	/* raw images read into their buffers */
+#define PCS_AIO_PLAIN		2	/* to decode, no image uses a dictionary */
+#define PCS_AIO_SLOT0		3	/* to decode with dictionary slot cb_data - 3 */
 
 /* Prepared dictionaries kept in shared memory for decoding in any process */
 #define PCS_AIO_DICT_SLOTS	32
@@ -3071,6 +3081,16 @@ pcs_aio_unpin_dictionary(int i)
 	pg_atomic_fetch_sub_u32(&slot->pins, 1);
 }
 
+/* How many blocks from segblock one asynchronous read may take at most */
+static inline int
+pcs_aio_run_limit(PcsSegment *seg, BlockNumber segblock, int maxblocks)
+{
+	BlockNumber nblocks = pcs_seg_nblocks(seg);
+
+	maxblocks = Min(maxblocks, MAX_IO_COMBINE_LIMIT);
+	return Min(maxblocks, (int) (nblocks - Min(segblock, nblocks)));
+}
+
 /*
  * Plan an asynchronous read of up to maxblocks blocks of seg from segblock
  * on (see above): the number of blocks the plan takes, 0 if none, with the
@@ -3098,8 +3118,7 @@ pcs_aio_plan(PcsSegment *seg, BlockNumber segblock, int maxblocks,
 	uint64		taken_span = 0;
 	uint64		rel[MAX_IO_COMBINE_LIMIT];
 
-	maxblocks = Min(maxblocks, MAX_IO_COMBINE_LIMIT);
-	maxblocks = Min(maxblocks, (int) (pcs_seg_nblocks(seg) - Min(segblock, pcs_seg_nblocks(seg))));
+	maxblocks = pcs_aio_run_limit(seg, segblock, maxblocks);
 	for (int i = 0; i < maxblocks; i++)
 	{
 		PcsMapEntry entry = pcs_map_entry(seg, segblock + i);
@@ -3180,6 +3199,51 @@ pcs_aio_plan(PcsSegment *seg, BlockNumber segblock, int maxblocks,
 	return taken;
 }
 
+/*
+ * How many blocks from segblock of a main fork (at most maxblocks) are
+ * stored raw, one image after another in the file as md.c would place the
+ * blocks, so that one I/O can read them straight into their buffers; 0 if
+ * the first is not, or if data checksums, which then verify the pages
+ * instead of the images' CRCs, are off.  Sets *offset to where the first
+ * image begins.
+ */
+static int
+pcs_aio_raw_run(PcsSegment *seg, ForkNumber forknum, BlockNumber segblock,
+				int maxblocks, uint64 *offset)
+{
+	uint64		first_off = 0;
+	int			n;
+
+	if (forknum != MAIN_FORKNUM || !DataChecksumsEnabled() ||
+		zero_damaged_pages)
+		return 0;
+	maxblocks = pcs_aio_run_limit(seg, segblock, maxblocks);
+	for (n = 0; n < maxblocks; n++)
+	{
+		PcsMapEntry entry = pcs_map_entry(seg, segblock + n);
+		uint64		off;
+
+		if (pcs_entry_check(&entry, segblock + n, pcs_unit_limit(seg),
+							seg->shift) != PCS_SOUND ||
+			pcs_entry_is_empty(&entry) ||
+			(entry.flags & PCS_ENTRY_RAW) == 0)
+			break;
+		Assert(entry.stored == BLCKSZ);
+		off = pcs_unit_offset(entry.first_unit, seg->shift);
+		if (n == 0)
+		{
+			/* smgr_aio_reopen() takes the offset as 32 bits */
+			if (off > PG_UINT32_MAX)
+				break;
+			first_off = off;
+		}
+		else if (off != first_off + (uint64) n * BLCKSZ)
+			break;
+	}
+	*offset = first_off;
+	return n;
+}
+
 /* pcs_maxcombine: how many blocks one read or write from blocknum may cover */
 uint32
 pcs_maxcombine(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum)
@@ -3205,6 +3269,9 @@ pcs_maxcombine(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum)
 		return left;
 	n = pcs_aio_plan(seg, blocknum % RELSEG_SIZE,
 					 Min(left, MAX_IO_COMBINE_LIMIT), &plan, &dict, &offset);
+	if (n == 0)
+		n = pcs_aio_raw_run(seg, forknum, blocknum % RELSEG_SIZE,
+							Min(left, MAX_IO_COMBINE_LIMIT), &offset);
 	return n > 0 ? n : left;
 }
 
@@ -3253,6 +3320,39 @@ pcs_startreadv_decoded(PgAioHandle *ioh, SMgrRelation reln,
 						FilePathName(seg->vfd))));
 }
 
+/*
+ * Start reading n raw images (pcs_aio_raw_run()) from offset straight into
+ * the first n of the nblocks buffers, as md.c reads blocks
+ */
+static void
+pcs_startreadv_raw(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
+				   BlockNumber blocknum, void **buffers, BlockNumber nblocks,
+				   PcsSegment *seg, int n, uint64 offset)
+{
+	struct iovec *iov;
+
+	Assert(n >= 1 && n <= (int) nblocks);
+
+	/* past the run, empty entries, as the planned reads have */
+	(void) pgaio_io_get_iovec(ioh, &iov);
+	for (int i = 0; i < (int) nblocks; i++)
+	{
+		iov[i].iov_base = (char *) buffers[i] + (i < n ? 0 : BLCKSZ);
+		iov[i].iov_len = i < n ? BLCKSZ : 0;
+	}
+	pcs_count_io_bytes((uint64) n * BLCKSZ);
+
+	pgaio_io_set_target_smgr(ioh, reln, forknum, blocknum, nblocks, false);
+	pgaio_io_register_callbacks(ioh, PGAIO_HCB_PCS_READV, PCS_AIO_RAW);
+	if (FileStartReadV(ioh, seg->vfd, nblocks, offset,
+					   WAIT_EVENT_DATA_FILE_READ) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not start reading blocks %u..%u in file \"%s\": %m",
+						blocknum, blocknum + nblocks - 1,
+						FilePathName(seg->vfd))));
+}
+
 /* pcs_startreadv: read consecutive blocks for an asynchronous I/O handle */
 void
 pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
@@ -3285,6 +3385,17 @@ pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
 		slot = pcs_aio_pin_dictionary(reln, seg, dict);
 		if (slot < 0)
 			n = 0;
+	}
+	if (n == 0 && seg != NULL)
+	{
+		n = pcs_aio_raw_run(seg, forknum, blocknum % RELSEG_SIZE, nblocks,
+							&offset);
+		if (n > 0)
+		{
+			pcs_startreadv_raw(ioh, reln, forknum, blocknum, buffers, nblocks,
+							   seg, n, offset);
+			return;
+		}
 	}
 	if (n == 0)
 	{
@@ -3421,6 +3532,34 @@ pcs_aio_readv_complete(PgAioHandle *ioh, PgAioResult prior_result,
 	if (cb_data == PCS_AIO_DECODED)
 	{
 		result.result = td->smgr.nblocks;
+		return result;
+	}
+	if (cb_data == PCS_AIO_RAW)
+	{
+		int			planned = 0;
+
+		/* the run is the entries of a whole block; what was read of it */
+		(void) pgaio_io_get_iovec_length(ioh, &iov);
+		while (planned < td->smgr.nblocks && iov[planned].iov_len == BLCKSZ)
+			planned++;
+		done = Min(planned, prior_result.result / BLCKSZ);
+		if (done == 0)
+		{
+			/* a file shorter than its map: the issuer raises pcs's ERROR */
+			result.status = PGAIO_RS_ERROR;
+			result.id = PGAIO_HCB_PCS_READV;
+			result.error_data = PCS_AIO_DAMAGE(PCS_IMAGE_CUT_SHORT, 0);
+			result.result = 0;
+			pgaio_result_report(result, td, LOG_SERVER_ONLY);
+			return result;
+		}
+		result.result = done;
+		if (done < td->smgr.nblocks)
+		{
+			/* the rest is read again, by a new I/O starting with it */
+			result.status = PGAIO_RS_PARTIAL;
+			result.id = PGAIO_HCB_PCS_READV;
+		}
 		return result;
 	}
 
