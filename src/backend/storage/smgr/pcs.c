@@ -3497,6 +3497,34 @@ pcs_aio_gather(const struct iovec *iov, uint32 start, uint32 len, char *dest)
 }
 
 /*
+ * The result of an asynchronous read of which the first done blocks came
+ * in: all of them, a partial read (the buffer manager reads the rest again,
+ * with a new I/O starting there), or, with none, a failed one whose first
+ * block has the problem, which the issuer raises as pcs's ERROR
+ */
+static PgAioResult
+pcs_aio_result(PgAioResult result, PgAioTargetData *td, int done,
+			   PcsProblem problem)
+{
+	if (done == 0)
+	{
+		result.status = PGAIO_RS_ERROR;
+		result.id = PGAIO_HCB_PCS_READV;
+		result.error_data = PCS_AIO_DAMAGE(problem, 0);
+		result.result = 0;
+		pgaio_result_report(result, td, LOG_SERVER_ONLY);
+		return result;
+	}
+	result.result = done;
+	if (done < td->smgr.nblocks)
+	{
+		result.status = PGAIO_RS_PARTIAL;
+		result.id = PGAIO_HCB_PCS_READV;
+	}
+	return result;
+}
+
+/*
  * Completion callback of pcs_startreadv(): decode what the I/O read into the
  * buffers (see above).  It runs in a critical section in any process, so it
  * allocates nothing of PostgreSQL's and raises nothing; a process's first
@@ -3543,24 +3571,8 @@ pcs_aio_readv_complete(PgAioHandle *ioh, PgAioResult prior_result,
 		while (planned < td->smgr.nblocks && iov[planned].iov_len == BLCKSZ)
 			planned++;
 		done = Min(planned, prior_result.result / BLCKSZ);
-		if (done == 0)
-		{
-			/* a file shorter than its map: the issuer raises pcs's ERROR */
-			result.status = PGAIO_RS_ERROR;
-			result.id = PGAIO_HCB_PCS_READV;
-			result.error_data = PCS_AIO_DAMAGE(PCS_IMAGE_CUT_SHORT, 0);
-			result.result = 0;
-			pgaio_result_report(result, td, LOG_SERVER_ONLY);
-			return result;
-		}
-		result.result = done;
-		if (done < td->smgr.nblocks)
-		{
-			/* the rest is read again, by a new I/O starting with it */
-			result.status = PGAIO_RS_PARTIAL;
-			result.id = PGAIO_HCB_PCS_READV;
-		}
-		return result;
+		/* none: a file shorter than its map */
+		return pcs_aio_result(result, td, done, PCS_IMAGE_CUT_SHORT);
 	}
 
 	(void) pgaio_io_get_iovec_length(ioh, &iov);
@@ -3620,24 +3632,7 @@ pcs_aio_readv_complete(PgAioHandle *ioh, PgAioResult prior_result,
 	if (cb_data >= PCS_AIO_SLOT0)
 		pcs_aio_unpin_dictionary(cb_data - PCS_AIO_SLOT0);
 
-	if (done == 0)
-	{
-		/* the first block is damaged: the issuer raises pcs's ERROR */
-		result.status = PGAIO_RS_ERROR;
-		result.id = PGAIO_HCB_PCS_READV;
-		result.error_data = PCS_AIO_DAMAGE(problem, 0);
-		result.result = 0;
-		pgaio_result_report(result, td, LOG_SERVER_ONLY);
-		return result;
-	}
-	result.result = done;
-	if (done < td->smgr.nblocks)
-	{
-		/* the rest is read again, by a new I/O starting with it */
-		result.status = PGAIO_RS_PARTIAL;
-		result.id = PGAIO_HCB_PCS_READV;
-	}
-	return result;
+	return pcs_aio_result(result, td, done, problem);
 }
 
 /* Error reporting callback of pcs_startreadv() */
