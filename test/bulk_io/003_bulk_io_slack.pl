@@ -29,6 +29,14 @@
 # - nor does an insert that looked at the relation's size (held at
 #   bulk-io-extension-sized) before another backend added a window extend
 #   the relation past that window: it takes a page of the window;
+# - a COPY that finds the table extended by another backend since its own
+#   last extension, or whose window others took pages of (held at
+#   bulk-io-window-entered meanwhile), extends as stock does, without a
+#   window (several loads into one table share no window: that cost them
+#   5-13 % of their time), and pre-extends again once it is the only one
+#   loading;
+# - nor does a COPY that filled pages of another's window extend with a
+#   window of its own at its first extension;
 # - amcheck is clean after each.
 
 use strict;
@@ -357,5 +365,177 @@ ok($row_page >= $p0 && $row_page < $p0 + 512,
 	  . ($p0 + 511) . ')');
 window_given_back('late', $p0, $base_rows + 1001,
 	'after the insert that waited');
+
+# --- a COPY that another backend's extension interrupts adds no window ---
+make_big('loads');
+$p0 = pages('loads');
+$pre0 = pre_extensions();
+# about 650 pages of rows: a window (512 pages), one extension more, and
+# another
+$file = copy_file(40000);
+# The COPY stops each time it is about to extend (bulk-io-extension-prepare,
+# attached for it alone); the first time, before its first extension.
+$copier = PgStrata::Held::session($node, 'bulk-io-extension-prepare',
+	"COPY loads FROM '$file'", 'copied');
+
+# stopped_again(SIZE): wait until the COPY has grown the table past SIZE
+# pages and stopped before extending it once more, or has added a second
+# window without stopping (a version of the change that adds windows
+# regardless)
+sub stopped_again
+{
+	my ($size) = @_;
+	$node->poll_query_until('postgres', qq(
+SELECT (pg_relation_size('loads') / current_setting('block_size')::int > $size
+		AND EXISTS (SELECT FROM pg_stat_activity
+					WHERE wait_event = 'bulk-io-extension-prepare'))
+	OR (SELECT sum(heap_pre_extensions) FROM pgstrata_bulk_io) >= $pre0 + 2))
+	  or die 'the COPY neither stopped before its next extension nor pre-extended twice';
+}
+
+$node->safe_psql('postgres',
+	"SELECT injection_points_wakeup('bulk-io-extension-prepare')");
+stopped_again($p0);
+is(pre_extensions() - $pre0, 1, 'the COPY, extending alone, added a window');
+is(pages('loads'), $p0 + 512, 'of 512 pages, which it filled');
+
+# Another backend extends the table meanwhile, by a few pages of its own.
+$node->safe_psql('postgres', insert_sql('loads', 200));
+my $interrupted = pages('loads');
+ok($interrupted > $p0 + 512,
+	'another backend extended the table (' . ($interrupted - $p0 - 512) . ' pages)');
+$node->safe_psql('postgres',
+	"SELECT injection_points_wakeup('bulk-io-extension-prepare')");
+stopped_again($interrupted);
+is(pre_extensions() - $pre0, 1,
+	'the COPY, whose last extension another one followed, added no window');
+my $stock_like = pages('loads') - $interrupted;
+ok($stock_like >= 1 && $stock_like <= 64,
+	"it extended by stock's amount ($stock_like pages, at most 64)");
+
+# Now it is the only one extending again.
+my $before_last = pages('loads');
+$node->safe_psql('postgres', q(
+SELECT injection_points_detach('bulk-io-extension-prepare');
+SELECT injection_points_wakeup('bulk-io-extension-prepare')));
+$copier->query_until(qr/copied/, '');
+$copier->quit;
+is(pre_extensions() - $pre0, 2,
+	'alone again, the COPY added a window at its next extension');
+is(pages('loads'), $before_last + 512,
+	'the table grew by that extension and its window (' . pages('loads')
+	  . " pages, $before_last before)");
+is($node->safe_psql('postgres', 'SELECT count(*) FROM loads'),
+	$base_rows + 40000 + 200, 'every row of both loads is there');
+$node->safe_psql('postgres', 'VACUUM loads');
+amcheck_clean('loads', 'after the interrupted COPY');
+
+# --- a COPY whose window others took pages of adds no window next ---
+make_big('shared');
+$p0 = pages('shared');
+$pre0 = pre_extensions();
+# about 560 pages of rows: a window, of which another backend takes 100
+# pages, one extension more, and another
+$file = copy_file(34000);
+$copier = $node->background_psql('postgres');
+$copier->query_safe(q(
+SELECT injection_points_set_local();
+SELECT injection_points_attach('bulk-io-extension-prepare', 'wait');
+SELECT injection_points_attach('bulk-io-window-entered', 'wait')));
+$copier->query_until(qr/started/,
+	"\\echo started\nCOPY shared FROM '$file';\n\\echo copied\n");
+
+# held_at(POINTS, SIZE): wait until the COPY has grown the table past SIZE
+# pages and waits at one of POINTS (a list, 'a', 'b')
+sub held_at
+{
+	my ($points, $size) = @_;
+	$node->poll_query_until('postgres', qq(
+SELECT pg_relation_size('shared') / current_setting('block_size')::int > $size
+	AND EXISTS (SELECT FROM pg_stat_activity WHERE wait_event IN ($points))))
+	  or die "the COPY did not stop at $points past $size pages";
+}
+$node->poll_query_until('postgres',
+	"SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event = 'bulk-io-extension-prepare')")
+  or die 'the COPY did not stop before its first extension';
+$node->safe_psql('postgres',
+	"SELECT injection_points_wakeup('bulk-io-extension-prepare')");
+held_at("'bulk-io-window-entered'", $p0);
+is(pre_extensions() - $pre0, 1, 'the COPY added a window');
+is(pages('shared'), $p0 + 512, 'of 512 pages, in the FSM');
+# another backend takes 100 of its pages (61 of these rows fill a page)
+$node->safe_psql('postgres', insert_sql('shared', 6100));
+is(pages('shared'), $p0 + 512, 'another backend took its pages from the window');
+$node->safe_psql('postgres',
+	"SELECT injection_points_wakeup('bulk-io-window-entered')");
+held_at("'bulk-io-extension-prepare'", $p0 + 511);
+$node->safe_psql('postgres',
+	"SELECT injection_points_wakeup('bulk-io-extension-prepare')");
+# (at its next extension, or, with a window, after it)
+held_at("'bulk-io-extension-prepare', 'bulk-io-window-entered'", $p0 + 512);
+is(pre_extensions() - $pre0, 1,
+	'the COPY whose window others shared added no window at its next extension');
+$stock_like = pages('shared') - $p0 - 512;
+ok($stock_like >= 1 && $stock_like <= 64,
+	"it extended by stock's amount ($stock_like pages, at most 64)");
+$before_last = pages('shared');
+my $held_at = $node->safe_psql('postgres',
+	"SELECT wait_event FROM pg_stat_activity WHERE wait_event LIKE 'bulk-io-%'");
+$node->safe_psql('postgres', qq(
+SELECT injection_points_detach('bulk-io-extension-prepare');
+SELECT injection_points_detach('bulk-io-window-entered');
+SELECT injection_points_wakeup('$held_at')));
+$copier->query_until(qr/copied/, '');
+$copier->quit;
+is(pre_extensions() - $pre0, 2,
+	'having filled its own pages alone, the COPY added a window again');
+is(pages('shared'), $before_last + 512,
+	'the table grew by that extension and its window (' . pages('shared')
+	  . " pages, $before_last before)");
+is($node->safe_psql('postgres', 'SELECT count(*) FROM shared'),
+	$base_rows + 34000 + 6100, 'every row of both loads is there');
+$node->safe_psql('postgres', 'VACUUM shared');
+amcheck_clean('shared', 'after the shared window');
+
+# --- a COPY that used another's window adds none at its first extension ---
+make_big('cons');
+$p0 = pages('cons');
+$pre0 = pre_extensions();
+# The first COPY stops once its window is in the FSM.
+my $owner = PgStrata::Held::session($node, 'bulk-io-window-entered',
+	"COPY cons FROM '" . copy_file(1000) . "'", 'owner done');
+is(pre_extensions() - $pre0, 1, 'the first COPY added a window');
+# The second one takes the window's pages, and stops each time it is about
+# to extend the table.
+my $consumer = PgStrata::Held::session($node, 'bulk-io-extension-prepare',
+	"COPY cons FROM '" . copy_file(33000) . "'", 'consumer done');
+is(pages('cons'), $p0 + 512,
+	'the second COPY filled pages of the window before it had to extend');
+$node->safe_psql('postgres',
+	"SELECT injection_points_wakeup('bulk-io-extension-prepare')");
+$node->poll_query_until('postgres', qq(
+SELECT (pg_relation_size('cons') / current_setting('block_size')::int > $p0 + 512
+		AND EXISTS (SELECT FROM pg_stat_activity
+					WHERE wait_event = 'bulk-io-extension-prepare'))
+	OR (SELECT sum(heap_pre_extensions) FROM pgstrata_bulk_io) >= $pre0 + 2))
+  or die 'the second COPY neither stopped before its next extension nor pre-extended';
+is(pre_extensions() - $pre0, 1,
+	'the COPY that filled pages of that window added no window at its first extension');
+my $extra = pages('cons') - $p0 - 512;
+ok($extra >= 1 && $extra <= 64,
+	"it extended by stock's amount ($extra pages, at most 64)");
+$node->safe_psql('postgres', q(
+SELECT injection_points_detach('bulk-io-extension-prepare');
+SELECT injection_points_wakeup('bulk-io-extension-prepare')));
+$consumer->query_until(qr/consumer done/, '');
+$consumer->quit;
+$node->safe_psql('postgres',
+	"SELECT injection_points_wakeup('bulk-io-window-entered')");
+$owner->query_until(qr/owner done/, '');
+$owner->quit;
+is($node->safe_psql('postgres', 'SELECT count(*) FROM cons'),
+	$base_rows + 1000 + 33000, 'every row of both COPYs is there');
+$node->safe_psql('postgres', 'VACUUM cons');
+amcheck_clean('cons', 'after the COPY into another one\'s window');
 
 done_testing();

@@ -18,11 +18,14 @@
 #include "storage/bufmgr.h"
 #include "utils/relcache.h"
 
+struct BulkInsertStateData;
+
 extern bool bulk_io_heap_wants_pre_extension(Relation rel);
 extern BlockNumber bulk_io_heap_prepare_extension(Relation rel, Size needed,
 												  BlockNumber *target);
 extern BlockNumber bulk_io_heap_last_page(Relation rel, Size needed);
-extern BlockNumber bulk_io_heap_window(Relation rel, bool bulk_load,
+extern BlockNumber bulk_io_heap_window(Relation rel,
+									   struct BulkInsertStateData *bistate,
 									   BlockNumber seen_size,
 									   BlockNumber first_block,
 									   uint32 extended_by);

@@ -80,7 +80,11 @@
 # WORK elsewhere), ROUNDS (5), SCENARIOS ("insert insert4 insert16 copy
 # copy4 index seqscan bitmap bitmap_lossy set_tablespace btvacuum"),
 # INSERTS (100000), COPY_ROWS (1000000), BASE_ROWS (75000), READ_ROWS
-# (1000000).
+# (1000000), CONF (lines added to postgresql.conf by setup, such as
+# "wal_buffers = 16MB"; none by default), SETTLE (1: a CHECKPOINT and a
+# sync before each load, so that no load starts while the kernel writes
+# back the one before; 0, the default, as the runs before 2026-11-28
+# 18:00 UTC were made).
 
 set -euo pipefail
 
@@ -95,7 +99,9 @@ COPY_ROWS=${COPY_ROWS:-1000000}
 BASE_ROWS=${BASE_ROWS:-75000}
 READ_ROWS=${READ_ROWS:-1000000}
 SETTING=${SETTING:-default}
-export BIN WORK ROUNDS SCENARIOS INSERTS COPY_ROWS BASE_ROWS READ_ROWS
+CONF=${CONF:-}
+SETTLE=${SETTLE:-0}
+export BIN WORK ROUNDS SCENARIOS INSERTS COPY_ROWS BASE_ROWS READ_ROWS CONF SETTLE
 READ_SCENARIOS="seqscan bitmap bitmap_lossy set_tablespace btvacuum"
 
 cmd=${1:-}
@@ -130,6 +136,7 @@ synchronous_commit = off
 max_parallel_workers_per_gather = 0
 max_parallel_maintenance_workers = 0
 EOF
+	[ -z "$CONF" ] || printf '%s\n' "$CONF" >>"$WORK/data/postgresql.conf"
 	"$BIN/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w start >/dev/null
 	psql <<EOF
 CREATE EXTENSION pgstrata;
@@ -251,6 +258,10 @@ SELECT pgstrata_bulk_io_reset();
 EOF
 	[ "$scenario" = index ] && psql -c "COPY t FROM '$WORK/load.copy'" &&
 		psql -c "SELECT pgstrata_bulk_io_reset()" >/dev/null
+	if [ "$SETTLE" = 1 ]; then
+		psql -c CHECKPOINT >/dev/null
+		sync
+	fi
 	t0=$(date +%s.%N)
 	case $scenario in
 	insert | insert4 | insert16)
@@ -384,7 +395,7 @@ all()
 	{
 		echo "# polar_bulk_* settings: defaults against all four at 0 (stock 17)"
 		echo
-		echo "- command: \`ROUNDS=$ROUNDS SCENARIOS=\"$SCENARIOS\" INSERTS=$INSERTS COPY_ROWS=$COPY_ROWS READ_ROWS=$READ_ROWS test/bench/bulkio/slack.sh all\`"
+		echo "- command: \`ROUNDS=$ROUNDS SCENARIOS=\"$SCENARIOS\" INSERTS=$INSERTS COPY_ROWS=$COPY_ROWS READ_ROWS=$READ_ROWS${CONF:+ CONF=\"$CONF\"} SETTLE=$SETTLE test/bench/bulkio/slack.sh all\`"
 		echo "- date: $started to $(date -u '+%H:%M UTC')"
 		echo "- machine: $(nproc) CPUs, $(uname -sr); load average (1 min) after each run: median $(median_of <"$loads"), $(sort -n "$loads" | head -1) to $(sort -n "$loads" | tail -1)"
 		echo
