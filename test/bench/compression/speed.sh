@@ -37,7 +37,8 @@
 # (sysbench's --rand-type: special, its default, where a few rows are hot;
 # uniform, where most reads miss shared buffers), PGSTRATA_PG (17; 18 runs
 # PostgreSQL 18's build), IO_METHOD (18's io_method; its default if
-# unset) and ALGORITHM (zstd; or lz4).
+# unset), ALGORITHM (zstd; or lz4) and CONF (lines added to the server's
+# configuration, such as background writer settings; none by default).
 
 set -euo pipefail
 
@@ -57,8 +58,9 @@ WORKLOADS=${WORKLOADS:-"oltp_read_only oltp_write_only oltp_read_write"}
 RAND_TYPE=${RAND_TYPE:-special}
 IO_METHOD=${IO_METHOD:-}
 ALGORITHM=${ALGORITHM:-zstd}
+CONF=${CONF:-}
 export ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS CONTROL WORKLOADS \
-	RAND_TYPE IO_METHOD ALGORITHM PGSTRATA_PG
+	RAND_TYPE IO_METHOD ALGORITHM PGSTRATA_PG CONF
 DBS=(plain compressed)
 [ "$CONTROL" = 1 ] && DBS+=(control)
 
@@ -75,6 +77,7 @@ max_connections = 50
 include_if_exists = 'scenario.conf'
 EOF
 [ -z "$IO_METHOD" ] || echo "io_method = $IO_METHOD" >>"$WORK/data/postgresql.conf"
+[ -z "$CONF" ] || printf '%s\n' "$CONF" >>"$WORK/data/postgresql.conf"
 
 start() { bench_start "$WORK"; }
 stop() { bench_stop "$WORK"; }
@@ -184,7 +187,7 @@ compare()
 {
 	echo "# Compressed tablespaces: sysbench throughput"
 	echo
-	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE CONTROL=$CONTROL SCENARIOS=\"$SCENARIOS\" WORKLOADS=\"$WORKLOADS\" RAND_TYPE=$RAND_TYPE ALGORITHM=$ALGORITHM PGSTRATA_PG=${PGSTRATA_PG:-17} IO_METHOD=$IO_METHOD)"
+	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE CONTROL=$CONTROL SCENARIOS=\"$SCENARIOS\" WORKLOADS=\"$WORKLOADS\" RAND_TYPE=$RAND_TYPE ALGORITHM=$ALGORITHM PGSTRATA_PG=${PGSTRATA_PG:-17} IO_METHOD=$IO_METHOD${CONF:+ CONF=\"$CONF\"})"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -sr); sysbench and the server on the same machine"
 	echo "- server: $("$BIN/postgres" --version); wal_log_hints on; tablespace WITH (compression = '$ALGORITHM'), its default level"
