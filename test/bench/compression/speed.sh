@@ -187,7 +187,7 @@ compare()
 {
 	echo "# Compressed tablespaces: sysbench throughput"
 	echo
-	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE CONTROL=$CONTROL SCENARIOS=\"$SCENARIOS\" WORKLOADS=\"$WORKLOADS\" RAND_TYPE=$RAND_TYPE ALGORITHM=$ALGORITHM PGSTRATA_PG=${PGSTRATA_PG:-17} IO_METHOD=$IO_METHOD${CONF:+ CONF=\"$CONF\"})"
+	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE CONTROL=$CONTROL SCENARIOS=\"$SCENARIOS\" WORKLOADS=\"$WORKLOADS\" RAND_TYPE=$RAND_TYPE ALGORITHM=$ALGORITHM PGSTRATA_PG=${PGSTRATA_PG:-17} IO_METHOD=$IO_METHOD${CONF:+ CONF=\"${CONF//$'\n'/; }\"})"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -sr); sysbench and the server on the same machine"
 	echo "- server: $("$BIN/postgres" --version); wal_log_hints on; tablespace WITH (compression = '$ALGORITHM'), its default level"
