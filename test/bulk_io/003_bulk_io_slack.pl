@@ -413,22 +413,35 @@ my $stock_like = pages('loads') - $interrupted;
 ok($stock_like >= 1 && $stock_like <= 64,
 	"it extended by stock's amount ($stock_like pages, at most 64)");
 
-# Now it is the only one extending again.
-my $before_last = pages('loads');
-$node->safe_psql('postgres', q(
-SELECT injection_points_detach('bulk-io-extension-prepare');
-SELECT injection_points_wakeup('bulk-io-extension-prepare')));
-$copier->query_until(qr/copied/, '');
-$copier->quit;
-is(pre_extensions() - $pre0, 2,
-	'alone again, the COPY added a window at its next extension');
-is(pages('loads'), $before_last + 512,
-	'the table grew by that extension and its window (' . pages('loads')
-	  . " pages, $before_last before)");
-is($node->safe_psql('postgres', 'SELECT count(*) FROM loads'),
-	$base_rows + 40000 + 200, 'every row of both loads is there');
-$node->safe_psql('postgres', 'VACUUM loads');
-amcheck_clean('loads', 'after the interrupted COPY');
+# released_alone(TABLE, COPIER, POINTS, ROWS, LABEL): detach the injection
+# points POINTS and wake the COPY of COPIER where it waits; alone now, it
+# adds a window at its next extension (a second pre-extension since $pre0
+# was taken, the table 512 pages longer) and finishes; TABLE then has ROWS
+# rows, and amcheck is clean after VACUUM
+sub released_alone
+{
+	my ($table, $copier, $points, $rows, $label) = @_;
+	my $before = pages($table);
+	my $held_at = $node->safe_psql('postgres',
+		"SELECT wait_event FROM pg_stat_activity WHERE wait_event LIKE 'bulk-io-%'");
+	$node->safe_psql('postgres',
+		join('', map { "SELECT injection_points_detach('$_');" } @$points)
+		  . "SELECT injection_points_wakeup('$held_at')");
+	$copier->query_until(qr/copied/, '');
+	$copier->quit;
+	is(pre_extensions() - $pre0, 2,
+		"$label: alone again, the COPY added a window at its next extension");
+	is(pages($table), $before + 512,
+		"$label: the table grew by that extension and its window ("
+		  . pages($table) . " pages, $before before)");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM $table"),
+		$rows, "$label: every row of both loads is there");
+	$node->safe_psql('postgres', "VACUUM $table");
+	amcheck_clean($table, $label);
+}
+
+released_alone('loads', $copier, ['bulk-io-extension-prepare'],
+	$base_rows + 40000 + 200, 'after the interrupted COPY');
 
 # --- a COPY whose window others took pages of adds no window next ---
 make_big('shared');
@@ -478,24 +491,9 @@ is(pre_extensions() - $pre0, 1,
 $stock_like = pages('shared') - $p0 - 512;
 ok($stock_like >= 1 && $stock_like <= 64,
 	"it extended by stock's amount ($stock_like pages, at most 64)");
-$before_last = pages('shared');
-my $held_at = $node->safe_psql('postgres',
-	"SELECT wait_event FROM pg_stat_activity WHERE wait_event LIKE 'bulk-io-%'");
-$node->safe_psql('postgres', qq(
-SELECT injection_points_detach('bulk-io-extension-prepare');
-SELECT injection_points_detach('bulk-io-window-entered');
-SELECT injection_points_wakeup('$held_at')));
-$copier->query_until(qr/copied/, '');
-$copier->quit;
-is(pre_extensions() - $pre0, 2,
-	'having filled its own pages alone, the COPY added a window again');
-is(pages('shared'), $before_last + 512,
-	'the table grew by that extension and its window (' . pages('shared')
-	  . " pages, $before_last before)");
-is($node->safe_psql('postgres', 'SELECT count(*) FROM shared'),
-	$base_rows + 34000 + 6100, 'every row of both loads is there');
-$node->safe_psql('postgres', 'VACUUM shared');
-amcheck_clean('shared', 'after the shared window');
+released_alone('shared', $copier,
+	[ 'bulk-io-extension-prepare', 'bulk-io-window-entered' ],
+	$base_rows + 34000 + 6100, 'after the shared window');
 
 # --- a COPY that used another's window adds none at its first extension ---
 make_big('cons');
