@@ -6,19 +6,20 @@
  *
  * A heap relation of at least polar_min_bulk_extend_table_size blocks that
  * runs out of free space grows by polar_bulk_extend_size blocks at once
- * where that pays: for a bulk load (COPY, CREATE TABLE AS, REFRESH
- * MATERIALIZED VIEW: a BulkInsertState) and when other backends queue on
- * the relation's extension lock.  A single session inserting row by row
- * extends as in stock PostgreSQL.  The pages the buffer manager extends
- * with buffers are as in stock PostgreSQL, victims found before the
- * extension lock; the rest of the window is zero-extended in the file
- * under the lock without buffers and entered into the free space map, and
- * its first part is read into shared buffers once the lock is released.
- * Zero pages are initialised by the first insert that picks them (hio.c
- * does that for every new page found through the FSM), so a crash leaves
- * only zero pages, which inserts find again at the end of the relation
- * and VACUUM enters into the FSM.  VACUUM gives back the trailing pages of
- * a window nobody is filling.
+ * where that pays: when other backends queue on the relation's extension
+ * lock, and for a bulk load (COPY into an existing table: a
+ * BulkInsertState that uses the FSM) while it is the only one loading the
+ * relation.  A single session inserting row by row, and bulk loads that
+ * run side by side, extend as in stock PostgreSQL.  The pages the buffer
+ * manager extends with buffers are as in stock PostgreSQL, victims found
+ * before the extension lock; the rest of the window is zero-extended in
+ * the file under the lock without buffers and entered into the free space
+ * map, and its first part is read into shared buffers once the lock is
+ * released.  Zero pages are initialised by the first insert that picks
+ * them (hio.c does that for every new page found through the FSM), so a
+ * crash leaves only zero pages, which inserts find again at the end of the
+ * relation and VACUUM enters into the FSM.  VACUUM gives back the trailing
+ * pages of a window nobody is filling.
  *
  * hio.c and vacuumlazy.c call in here; the settings and the counters are
  * the storage layer's (src/backend/storage/buffer/bulk_io.c).
@@ -217,11 +218,10 @@ bulk_io_heap_window(Relation rel, BulkInsertState bistate,
 		uint32		used = bistate->bulk_io_used;
 
 		/*
-		 * Others load the relation too if anybody waits, if anybody extended
-		 * it since our last extension (if any), or took more than an eighth
-		 * of the new pages that extension added, or if we initialised new
-		 * pages that it did not add (before our first extension: any), which
-		 * others extended.
+		 * Others load the relation too if anybody waits, or since our last
+		 * extension anybody extended the relation, took more than an eighth
+		 * of the new pages it added, or gave us new pages of theirs (we
+		 * initialised more than it added; before our first extension, any).
 		 */
 		if (waiters > 0 ||
 			(BlockNumberIsValid(bistate->bulk_io_end) &&
