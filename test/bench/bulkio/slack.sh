@@ -45,10 +45,12 @@
 # PRE_EXTENSIONS are the heap pre-extensions of the load, for index the
 # B-tree build's pre-extensions.
 # LOAD_SECONDS is the load or the read statement (the reads: no VACUUM
-# after them, VACUUM_SECONDS 0, and the pages are big's).  READ_CALLS and
-# WRITE_CALLS are the read and write system calls of the backend during
-# that statement (syscr, syscw of /proc/PID/io; a preadv or pwritev counts
-# as one) and CPU_SECONDS its CPU time, user and system (/proc/PID/stat),
+# after them, VACUUM_SECONDS 0, and the pages are big's).  VACUUM_SECONDS
+# is the statement's own time in its session (clock_timestamp(); before
+# 2026-11-28 20:49 UTC it was the psql command's, to the millisecond).
+# READ_CALLS and WRITE_CALLS are the read and write system calls of the
+# backend during that statement (syscr, syscw of /proc/PID/io; a preadv or
+# pwritev counts as one) and CPU_SECONDS its CPU time, user and system (/proc/PID/stat),
 # for statements run by one session (copy, index, the reads; "-" for the
 # others), and BULK_READS and BULK_READ_BLOCKS those of the
 # pgstrata_bulk_io counters of all backends during it.  Single-session
@@ -84,7 +86,8 @@
 # "wal_buffers = 16MB"; none by default), SETTLE (1: a CHECKPOINT and a
 # sync before each load, so that no load starts while the kernel writes
 # back the one before; 0, the default, as the runs before 2026-11-28
-# 18:00 UTC were made).
+# 18:00 UTC were made), VACUUM_OPTIONS (options of the VACUUM after each
+# load, such as "(TRUNCATE false)"; none by default).
 
 set -euo pipefail
 
@@ -101,7 +104,9 @@ READ_ROWS=${READ_ROWS:-1000000}
 SETTING=${SETTING:-default}
 CONF=${CONF:-}
 SETTLE=${SETTLE:-0}
-export BIN WORK ROUNDS SCENARIOS INSERTS COPY_ROWS BASE_ROWS READ_ROWS CONF SETTLE
+VACUUM_OPTIONS=${VACUUM_OPTIONS:-}
+export BIN WORK ROUNDS SCENARIOS INSERTS COPY_ROWS BASE_ROWS READ_ROWS CONF SETTLE \
+	VACUUM_OPTIONS
 READ_SCENARIOS="seqscan bitmap bitmap_lossy set_tablespace btvacuum"
 
 cmd=${1:-}
@@ -303,9 +308,13 @@ EOF
 	else
 		after=$(psql -c "SELECT pg_relation_size('t') / 8192")
 	fi
-	t2=$(date +%s.%N)
-	psql -c "VACUUM t"
-	t2=$(awk -v a="$t2" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
+	# the VACUUM statement's own time, in its session
+	t2=$(psql <<EOF
+SELECT clock_timestamp() AS t0 \gset
+VACUUM $VACUUM_OPTIONS t;
+SELECT round(extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)::numeric, 5);
+EOF
+)
 	vacuumed=$(psql -c "SELECT pg_relation_size('t') / 8192")
 	if [ "$scenario" = index ]; then
 		pre=$(psql -c "SELECT sum(index_pre_extensions) FROM pgstrata_bulk_io")
@@ -314,7 +323,7 @@ EOF
 	fi
 	awk -v s="$scenario" -v g="$SETTING" -v a="$t0" -v b="$t1" -v c="$t2" \
 		-v p="$after" -v q="$vacuumed" -v e="$pre" -v k="$calls $counters" \
-		'BEGIN { printf "%s %s %.3f %.3f %d %d %d %s\n", s, g, b - a, c, p, q, e, k }'
+		'BEGIN { printf "%s %s %.3f %.5f %d %d %d %s\n", s, g, b - a, c, p, q, e, k }'
 }
 
 # read_run SCENARIO: one read of big after a restart, at SETTING
@@ -395,14 +404,14 @@ all()
 	{
 		echo "# polar_bulk_* settings: defaults against all four at 0 (stock 17)"
 		echo
-		echo "- command: \`ROUNDS=$ROUNDS SCENARIOS=\"$SCENARIOS\" INSERTS=$INSERTS COPY_ROWS=$COPY_ROWS READ_ROWS=$READ_ROWS${CONF:+ CONF=\"$CONF\"} SETTLE=$SETTLE test/bench/bulkio/slack.sh all\`"
+		echo "- command: \`ROUNDS=$ROUNDS SCENARIOS=\"$SCENARIOS\" INSERTS=$INSERTS COPY_ROWS=$COPY_ROWS READ_ROWS=$READ_ROWS${CONF:+ CONF=\"$CONF\"} SETTLE=$SETTLE${VACUUM_OPTIONS:+ VACUUM_OPTIONS=\"$VACUUM_OPTIONS\"} test/bench/bulkio/slack.sh all\`"
 		echo "- date: $started to $(date -u '+%H:%M UTC')"
 		echo "- machine: $(nproc) CPUs, $(uname -sr); load average (1 min) after each run: median $(median_of <"$loads"), $(sort -n "$loads" | head -1) to $(sort -n "$loads" | tail -1)"
 		echo
 		echo "Time: the load, or the read statement, default / 0 per pair (the same round), the median of those ratios, its 95 % interval (distribution-free) and the range; the whole run (set-up, load, VACUUM, sizes; reads: the restart too)."
 		echo
-		echo "| scenario | pairs | s, default (median) | s, at 0 | default / 0, median of pairs | 95 % interval | min | max | backend CPU default / 0, median of pairs | 95 % interval | VACUUM s, default | at 0 | whole run default / 0, median of pairs |"
-		echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+		echo "| scenario | pairs | s, default (median) | s, at 0 | default / 0, median of pairs | 95 % interval | min | max | backend CPU default / 0, median of pairs | 95 % interval | VACUUM s, default | at 0 | VACUUM default / 0, median of pairs | 95 % interval | whole run default / 0, median of pairs |"
+		echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 		for s in $SCENARIOS; do
 			# the ratio of each pair (same round) in column COL, sorted
 			ratios()
@@ -414,7 +423,8 @@ all()
 			lr=$(ratios 3)
 			wr=$(ratios 13)
 			cr=$(ratios 10)
-			echo "| $s | $(echo "$lr" | wc -l) | $(med default 3) | $(med 0 3) | $(echo "$lr" | median_of) | $(echo "$lr" | median_interval) | $(echo "$lr" | head -1) | $(echo "$lr" | tail -1) | $(echo "$cr" | median_of) | $(echo "$cr" | median_interval) | $(med default 4) | $(med 0 4) | $(echo "$wr" | median_of) |"
+			vr=$(ratios 4)
+			echo "| $s | $(echo "$lr" | wc -l) | $(med default 3) | $(med 0 3) | $(echo "$lr" | median_of) | $(echo "$lr" | median_interval) | $(echo "$lr" | head -1) | $(echo "$lr" | tail -1) | $(echo "$cr" | median_of) | $(echo "$cr" | median_interval) | $(med default 4) | $(med 0 4) | $(echo "$vr" | median_of) | $(echo "$vr" | median_interval) | $(echo "$wr" | median_of) |"
 		done
 		echo
 		echo "I/O and sizes (medians): the backend's read and write system calls during the statement (one-session statements only), the bulk reads of all backends, pages after the load (index: the index; reads: big) and after VACUUM, pre-extensions (index: the B-tree build's)."
