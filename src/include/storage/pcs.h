@@ -128,6 +128,7 @@ extern Size pcs_cluster_shmem_size(void);
 extern void pcs_cluster_shmem_init(void);
 extern bool pcs_hint_bits_needed(void);
 extern bool pcs_compressed_storage_possible(void);
+extern bool pcs_tablespace_is_compressed(Oid spcOid);
 extern void pcs_note_compressed_storage(void);
 extern void pcs_enforce_startup_settings(void);
 extern bool pcs_full_page_writes(bool configured);

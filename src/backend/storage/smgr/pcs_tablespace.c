@@ -22,6 +22,7 @@
 #include "postgres.h"
 
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "access/reloptions.h"
@@ -34,6 +35,7 @@
 #include "commands/tablespace.h"
 #include "common/relpath.h"
 #include "miscadmin.h"
+#include "pgtime.h"
 #include "storage/fd.h"
 #include "storage/pcs.h"
 #include "storage/pcs_freespace.h"
@@ -234,6 +236,57 @@ pcs_tablespace_settings(Oid spcOid, PcsAlgorithm *algorithm, int *level)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("invalid compression marker file \"%s\"", path)));
 	return true;
+}
+
+/* Answers of pcs_tablespace_is_compressed() kept per process */
+#define PCS_SPC_CACHE_SIZE 16
+#define PCS_SPC_CACHE_SECONDS 60
+
+typedef struct PcsSpcAnswer
+{
+	Oid			spcOid;
+	bool		compressed;
+	pg_time_t	asked;
+} PcsSpcAnswer;
+
+/*
+ * Does the tablespace have a compression marker?  For the background
+ * writer, which asks about each buffer it may clean ahead of the clock
+ * sweep (BgBufferSync()): the answer is kept for a minute, the marker is
+ * looked at with stat(), and nothing here raises an error.  Only a
+ * heuristic rests on it, so a stale answer costs at most a buffer written
+ * earlier or later than it could have been.
+ */
+bool
+pcs_tablespace_is_compressed(Oid spcOid)
+{
+	static PcsSpcAnswer answers[PCS_SPC_CACHE_SIZE];
+	static int	next_answer;
+	pg_time_t	now;
+	char		path[MAXPGPATH];
+	struct stat st;
+	PcsSpcAnswer *answer;
+
+	if (!OidIsValid(spcOid) || spcOid == DEFAULTTABLESPACE_OID ||
+		spcOid == GLOBALTABLESPACE_OID)
+		return false;
+
+	now = (pg_time_t) time(NULL);
+	for (int i = 0; i < PCS_SPC_CACHE_SIZE; i++)
+	{
+		if (answers[i].spcOid == spcOid &&
+			now - answers[i].asked < PCS_SPC_CACHE_SECONDS)
+			return answers[i].compressed;
+	}
+
+	snprintf(path, sizeof(path), "pg_tblspc/%u/%s/%s", spcOid,
+			 TABLESPACE_VERSION_DIRECTORY, PCS_MARKER_FILE);
+	answer = &answers[next_answer];
+	next_answer = (next_answer + 1) % PCS_SPC_CACHE_SIZE;
+	answer->spcOid = spcOid;
+	answer->compressed = (stat(path, &st) == 0);
+	answer->asked = now;
+	return answer->compressed;
 }
 
 /*
