@@ -198,6 +198,14 @@ pcs_check_tablespace_options(Datum options, PcsAlgorithm *algorithm,
 				 errhint("Set wal_log_hints = on in postgresql.conf and restart the server.")));
 }
 
+/* The path of a tablespace's marker file (MAXPGPATH bytes) */
+static void
+pcs_marker_path(char *path, Oid spcOid)
+{
+	snprintf(path, MAXPGPATH, "pg_tblspc/%u/%s/%s", spcOid,
+			 TABLESPACE_VERSION_DIRECTORY, PCS_MARKER_FILE);
+}
+
 /*
  * Read the compression settings of a tablespace from its marker file.
  * Returns false when the tablespace has none (it is not compressed).
@@ -214,8 +222,7 @@ pcs_tablespace_settings(Oid spcOid, PcsAlgorithm *algorithm, int *level)
 	if (spcOid == DEFAULTTABLESPACE_OID || spcOid == GLOBALTABLESPACE_OID)
 		return false;
 
-	snprintf(path, sizeof(path), "pg_tblspc/%u/%s/%s", spcOid,
-			 TABLESPACE_VERSION_DIRECTORY, PCS_MARKER_FILE);
+	pcs_marker_path(path, spcOid);
 	file = AllocateFile(path, "r");
 	if (file == NULL)
 	{
@@ -279,8 +286,7 @@ pcs_tablespace_is_compressed(Oid spcOid)
 			return answers[i].compressed;
 	}
 
-	snprintf(path, sizeof(path), "pg_tblspc/%u/%s/%s", spcOid,
-			 TABLESPACE_VERSION_DIRECTORY, PCS_MARKER_FILE);
+	pcs_marker_path(path, spcOid);
 	answer = &answers[next_answer];
 	next_answer = (next_answer + 1) % PCS_SPC_CACHE_SIZE;
 	answer->spcOid = spcOid;
