@@ -13,9 +13,10 @@
 # who wrote the buffers of context normal during each load: the background
 # writer, or the backends, which write what they evict dirty.  With
 # PostgreSQL's background writer settings (200 ms, 100 buffers a round) the
-# background writer writes a small share of the plain table's buffers; of
-# the compressed table's, most.  With bgwriter_lru_maxpages = 0 it writes
-# none of either.
+# background writer writes about 1 % of the plain table's buffers, at most
+# 100 per 200 ms, and several times that share of the compressed table's
+# (about 30 % here); with both loaded the LRU scan keeps its pace.  With
+# bgwriter_lru_maxpages = 0 it writes none of the compressed table's.
 
 use strict;
 use warnings FATAL => 'all';
