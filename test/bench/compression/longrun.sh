@@ -14,21 +14,31 @@
 # and the transactions so far are recorded.  At the end: a checkpoint, the
 # sizes, VACUUM FULL of the four tables (the documented way to reclaim
 # garbage), the sizes again, and the same rows loaded afresh into new
-# compressed tables for comparison.
+# compressed tables for comparison.  Between the end of the run and VACUUM
+# FULL, the four tables and their indexes are moved (ALTER ... SET
+# TABLESPACE, which writes each page afresh) into a second compressed
+# tablespace and then into the default one, and back: the same pages
+# without the history of their segments (slack of pages that grew, garbage)
+# say what the storage adds, and plain zstd on each of those pages (the
+# default tablespace's files, page_ideal.c) against the same on the rows
+# loaded afresh says what the pages' content adds, for any compressor that
+# works page by page.
 #
 # The curve's raw numbers (bytes) go to the CSV of OUTPUT's name
 # (OUTPUT.csv; build/bench/longrun/results.csv for standard output), and
 # when gnuplot is there (as root, the script installs gnuplot-nox) its plot
 # to OUTPUT.png, drawn by test/bench/plot.sh.
 #
-# Environment: SCALE (20), CLIENTS (8), DURATION (1800), SAMPLE (60).
+# Environment: SCALE (20), CLIENTS (8), DURATION (1800), SAMPLE (60);
+# PGSTRATA_FLAVOUR runs the build of that flavour (build/install-FLAVOUR),
+# in build/bench/longrun-FLAVOUR, so that two builds can run side by side.
 
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$TOP/test/lib.sh"
-BIN=$TOP/build/install/bin
-WORK=$TOP/build/bench/longrun
+BIN=$PG_INSTALL/bin
+WORK=$TOP/build/bench/longrun$FLAVOUR_SUFFIX
 OUT=${1:-/dev/stdout}
 SCALE=${SCALE:-20}
 CLIENTS=${CLIENTS:-8}
@@ -49,6 +59,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 mkdir -p "$WORK"
+gcc -O2 -o "$WORK/page_ideal" "$TOP/test/bench/compression/page_ideal.c" -lzstd
 bench_cluster "$WORK"
 cat >>"$WORK/data/postgresql.conf" <<EOF
 shared_buffers = 256MB
@@ -72,6 +83,7 @@ SIZES="SELECT pg_tablespace_size('cts'), sum(logical_bytes), sum(garbage_bytes),
 FROM pgstrata_compression WHERE tablespace = 'cts'"
 sizes() { psql -F ' ' -c "CHECKPOINT" -c "$SIZES"; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 xacts() { psql -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'"; }
 
 read -r fresh_phys fresh_log fresh_garb fresh_slack fresh_stored < <(sizes)
@@ -100,6 +112,49 @@ wait "$bench"
 tps=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$WORK/pgbench.log" | head -1)
 
 read -r end_phys end_log end_garb end_slack end_stored < <(sizes)
+
+relsize()
+{
+	psql -c "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind = 'r' AND n.nspname = '$1'"
+}
+# move SCHEMA TABLESPACE: its tables and indexes, each page written afresh
+move()
+{
+	psql -c "DO \$\$DECLARE r record; BEGIN
+	FOR r IN SELECT c.oid::regclass AS rel, c.relkind FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = '$1' AND c.relkind IN ('r', 'i') ORDER BY c.relkind DESC LOOP
+		EXECUTE format('ALTER %s %s SET TABLESPACE %I',
+			CASE r.relkind WHEN 'r' THEN 'TABLE' ELSE 'INDEX' END, r.rel, '$2');
+	END LOOP; END\$\$" -c "CHECKPOINT"
+}
+# ideal SCHEMA: plain zstd-1 bytes of each page of its tables and indexes
+# (main forks; they must be in the default tablespace, uncompressed)
+ideal()
+{
+	local files=() p
+	shopt -s nullglob
+	for p in $(psql -c "SELECT pg_relation_filepath(c.oid) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = '$1' AND c.relkind IN ('r', 'i')"); do
+		files+=("$WORK/data/$p" "$WORK/data/$p".[0-9]*)
+	done
+	shopt -u nullglob
+	"$WORK/page_ideal" 1 "${files[@]}" | awk '{ print $3 }'
+}
+
+ended=$(relsize public)
+rm -rf "$WORK/cts2"
+mkdir "$WORK/cts2"
+psql -c "CREATE TABLESPACE cts2 LOCATION '$WORK/cts2' WITH (compression = 'zstd')"
+move public cts2
+rewritten=$(relsize public)
+move public pg_default
+ideal_end=$(ideal public)
+move public cts
+
 psql -c "VACUUM FULL pgbench_accounts, pgbench_branches, pgbench_tellers, pgbench_history"
 read -r full_phys full_log full_garb full_slack full_stored < <(sizes)
 
@@ -113,14 +168,10 @@ ALTER TABLE fresh.a ADD PRIMARY KEY (aid) USING INDEX TABLESPACE cts;
 ALTER TABLE fresh.b ADD PRIMARY KEY (bid) USING INDEX TABLESPACE cts;
 ALTER TABLE fresh.t ADD PRIMARY KEY (tid) USING INDEX TABLESPACE cts;
 CHECKPOINT"
-relsize()
-{
-	psql -c "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
-		JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind = 'r' AND n.nspname = '$1'"
-}
 reclaimed=$(relsize public)
 reloaded=$(relsize fresh)
+move fresh pg_default
+ideal_fresh=$(ideal fresh)
 
 if command -v gnuplot >/dev/null; then
 	"$TOP/test/bench/plot.sh" "$BASE.csv" "$BASE.png" \
@@ -143,7 +194,7 @@ fi
 	echo
 	echo "Sizes in MiB. physical: pg_tablespace_size('cts'); logical: blocks x 8 kB;"
 	echo "the rest from pgstrata_compression: stored, the bytes of the page images;"
-	echo "slack, units allocated to images beyond their size (rounding to 512 bytes,"
+	echo "slack, units allocated to images beyond their size (rounding to the unit,"
 	echo "and the quarter more a page gets once it has grown); garbage, units no"
 	echo "block references.  Physical also counts the maps and the growth reserve."
 	echo
@@ -156,6 +207,16 @@ fi
 	echo "After VACUUM FULL, the four tables with their indexes take $(mb "$reclaimed") MiB;"
 	echo "the same rows loaded afresh into new compressed tables with the same"
 	echo "primary keys take $(mb "$reloaded") MiB: ratio $(awk -v a="$reclaimed" -v b="$reloaded" 'BEGIN { printf "%.3f", a / b }')."
+	echo
+	echo "Where the end of run's size comes from (the four tables with their"
+	echo "indexes, pg_total_relation_size):"
+	echo
+	echo "| | MiB | ratio |"
+	echo "|---|---:|---|"
+	echo "| end of run (A) | $(mb "$ended") | A / F = $(ratio "$ended" "$reloaded") (the issue's measure) |"
+	echo "| its pages written afresh into a second compressed tablespace (P) | $(mb "$rewritten") | A / P = $(ratio "$ended" "$rewritten"): what the segments' history adds |"
+	echo "| the same rows loaded afresh (F) | $(mb "$reloaded") | P / F = $(ratio "$rewritten" "$reloaded"): what the pages' content adds |"
+	echo "| plain zstd-1 on each page: end-of-run pages (Z) against the fresh load's (Z0) | $(mb "$ideal_end") / $(mb "$ideal_fresh") | Z / Z0 = $(ratio "$ideal_end" "$ideal_fresh"): the content, for any per-page compressor |"
 	echo
 	echo "The curve (every $SAMPLE s; no checkpoint forced, so recent writes may"
 	echo "still sit in shared buffers; raw numbers in [$RESULT_NAME.csv]($RESULT_NAME.csv)):"
