@@ -45,14 +45,16 @@
 # Environment: DURATION (1800), SAMPLE (60), ROWS (20000), CHECKPOINT_EVERY
 # (1), PRODUCER_BATCH (200), CONSUMER_BATCH (1000).  PLOT_ONLY=1 (with the
 # ROWS and CHECKPOINT_EVERY of that run, for the title) only draws
-# OUTPUT.png again from OUTPUT.csv.
+# OUTPUT.png again from OUTPUT.csv.  PGSTRATA_FLAVOUR runs the build of that
+# flavour (build/install-FLAVOUR), in build/bench/queue-FLAVOUR, so that two
+# builds can run side by side.
 
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$TOP/test/lib.sh"
-BIN=$TOP/build/install/bin
-WORK=$TOP/build/bench/queue
+BIN=$PG_INSTALL/bin
+WORK=$TOP/build/bench/queue$FLAVOUR_SUFFIX
 OUT=${1:-/dev/stdout}
 DURATION=${DURATION:-1800}
 SAMPLE=${SAMPLE:-60}
