@@ -200,6 +200,21 @@ server_cpu_ticks()
 	} | awk '{s += $1} END {print s}'
 }
 
+# server_process_ticks DATADIR TITLE: CPU time (user + system, in clock
+# ticks) used so far by the server's running processes whose process title
+# begins with "postgres: TITLE" (such as "background writer" or "io worker"),
+# summed; for long-lived processes, whose differences over a run are theirs.
+server_process_ticks()
+{
+	local pm
+	pm=$(head -1 "$1/postmaster.pid")
+	for child in $(cat "/proc/$pm/task/$pm/children" 2>/dev/null); do
+		if tr '\0' ' ' <"/proc/$child/cmdline" 2>/dev/null | grep -q "^postgres: $2"; then
+			awk '{print $14 + $15}' "/proc/$child/stat" 2>/dev/null || true
+		fi
+	done | awk '{s += $1} END {print s + 0}'
+}
+
 # rig_make GROUP MEM_MB READ_MBPS: the I/O-bound rig of the benchmarks
 # (as root; doc/building-and-testing.md): control groups memory/GROUP and blkio/GROUP
 # (cgroup v1) limiting memory, page cache included, to MEM_MB MiB and reads

@@ -18,7 +18,8 @@
 # Reported: median TPS and the
 # compressed / plain ratio, the server's CPU seconds per 1,000 transactions
 # (server_cpu_ticks of test/lib.sh: backends and background processes, not
-# the client, and not what else runs on the machine), and blocks the server
+# the client, and not what else runs on the machine) and the part of it the
+# background writer and 18's I/O workers used, and blocks the server
 # read from the kernel (pg_stat_io); in the I/O-bound rig also the bytes
 # read from the disk per 1,000 transactions (the rig's blkio counters).
 #
@@ -118,7 +119,10 @@ disk_read_bytes()
 	fi
 }
 
-declare -A tps cpu reads disk
+declare -A tps cpu bgw iow reads disk
+
+# per_tx TICKS TPS: CPU ms per transaction of TICKS over a run
+per_tx() { awk -v c="$1" -v hz="$hz" -v t="$2" -v s="$SECONDS_PER_RUN" 'BEGIN { printf "%.3f", c / hz / (t * s / 1000) }'; }
 hz=$(getconf CLK_TCK)
 
 for scenario in $SCENARIOS; do
@@ -147,14 +151,20 @@ for scenario in $SCENARIOS; do
 				r0=$(server_reads "$db")
 				d0=$(disk_read_bytes)
 				c0=$(server_cpu_ticks "$WORK/data")
+				b0=$(server_process_ticks "$WORK/data" "background writer")
+				i0=$(server_process_ticks "$WORK/data" "io worker")
 				t=$(sb "$db" "$workload" run --threads="$THREADS" --time="$SECONDS_PER_RUN" \
 					--rand-type="$RAND_TYPE" \
 					--report-interval=0 2>&1 | awk '/transactions:/ {gsub(/[()]/, "", $3); print $3}')
 				sleep 1	# the postmaster reaps the run's backends
 				c1=$(server_cpu_ticks "$WORK/data")
+				b1=$(server_process_ticks "$WORK/data" "background writer")
+				i1=$(server_process_ticks "$WORK/data" "io worker")
 				r1=$(server_reads "$db")
 				tps[$key]="${tps[$key]:-} $t"
-				cpu[$key]="${cpu[$key]:-} $(awk -v c=$((c1 - c0)) -v hz="$hz" -v t="$t" -v s="$SECONDS_PER_RUN" 'BEGIN { printf "%.3f", c / hz / (t * s / 1000) }')"
+				cpu[$key]="${cpu[$key]:-} $(per_tx $((c1 - c0)) "$t")"
+				bgw[$key]="${bgw[$key]:-} $(per_tx $((b1 - b0)) "$t")"
+				iow[$key]="${iow[$key]:-} $(per_tx $((i1 - i0)) "$t")"
 				reads[$key]="${reads[$key]:-} $((r1 - r0))"
 				d1=$(disk_read_bytes)
 				disk[$key]="${disk[$key]:-} $(awk -v d=$((d1 - d0)) -v t="$t" -v s="$SECONDS_PER_RUN" 'BEGIN { printf "%.1f", d / 1048576 / (t * s / 1000) }')"
@@ -184,6 +194,26 @@ compare()
 	done
 }
 
+# cpu_split: the server's CPU per transaction split by process (medians)
+cpu_split()
+{
+	local k
+
+	echo "| scenario | workload | database | server CPU ms / tx | background writer | I/O workers | the rest (backends, autovacuum, ...) |"
+	echo "|---|---|---|---:|---:|---:|---:|"
+	for scenario in $SCENARIOS; do
+		for workload in $WORKLOADS; do
+			for db in "${DBS[@]}"; do
+				k="$scenario $workload $db"
+				awk -v s="$scenario" -v w="$workload" -v d="$db" \
+					-v a="$(median ${cpu[$k]})" -v b="$(median ${bgw[$k]})" \
+					-v i="$(median ${iow[$k]})" \
+					'BEGIN { printf "| %s | %s | %s | %.3f | %.3f | %.3f | %.3f |\n", s, w, d, a, b, i, a - b - i }'
+			done
+		done
+	done
+}
+
 {
 	echo "# Compressed tablespaces: sysbench throughput"
 	echo
@@ -206,6 +236,10 @@ compare()
 		compare control
 	fi
 	echo
+	echo "Server CPU per transaction by process (medians of the runs; the rest is the median total less the two medians):"
+	echo
+	cpu_split
+	echo
 	echo "Raw TPS per run (in the order of the rounds):"
 	echo
 	for key in "${!tps[@]}"; do echo "- $key:${tps[$key]}"; done | sort
@@ -213,4 +247,8 @@ compare()
 	echo "Server CPU ms per transaction per run:"
 	echo
 	for key in "${!cpu[@]}"; do echo "- $key:${cpu[$key]}"; done | sort
+	echo
+	echo "Background writer CPU ms per transaction per run:"
+	echo
+	for key in "${!bgw[@]}"; do echo "- $key:${bgw[$key]}"; done | sort
 } >"$OUT"
