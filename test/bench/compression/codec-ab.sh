@@ -11,9 +11,11 @@
 # worktree) and with that of the working tree, then runs the two builds on
 # each file alternately, ROUNDS times (default 5), the order rotating each
 # round.  page_codec reports per page the CPU microseconds of compressing
-# and of decoding, without and with the shuffle or split; reported are the
-# medians of each build and new / old.  The ratios both builds report must
-# be equal when the change keeps the stored bytes (they are printed too).
+# and of decoding, without and with the shuffle or split, and with a
+# dictionary trained per segment (where one pays; see page_codec.c); reported
+# are the medians of each build and new / old.  The ratios both builds
+# report must be equal when the change keeps the stored bytes (they are
+# printed too).
 #
 # The files are plain relation files (for example a table's
 # pg_relation_filepath() in a cluster of plain storage, or the corpus of
@@ -49,35 +51,45 @@ echo "- new: the working tree at $(git -C "$TOP" log -1 --format=%h HEAD)$(git -
 echo "- machine: $(nproc) CPUs, $(uname -r); load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "CPU microseconds per page, medians of $ROUNDS runs each (page_codec.c):"
-echo "compress and decode, with plain zstd and with the codec's transforms."
+echo "compress and decode, with plain zstd, with the codec's transforms and"
+echo "with a dictionary per segment (the ratio with the dictionary last)."
 echo
-echo "| file | pages | ratio plain / codec | build | compress zstd | compress codec | decode zstd | decode codec |"
-echo "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"
+echo "| file | pages | ratio plain / codec / dictionary | build | compress zstd | compress codec | compress dictionary | decode zstd | decode codec | decode dictionary |"
+echo "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for arg in "$@"; do
 	f=${arg#*=}
 	label=$(basename "$f")
 	[ "$f" = "$arg" ] || label=${arg%%=*}
-	declare -A cz=() cc=() dz=() dc=() ratio=()
+	declare -A cz=() cc=() cdict=() dz=() dc=() ddict=() ratio=()
 	for ((r = 0; r < ROUNDS; r++)); do
 		if ((r % 2 == 0)); then order="old new"; else order="new old"; fi
 		for b in $order; do
 			# pages, ratio without, with, compress without, with, decode
-			# without, with, ...
-			read -r pages rz rc c0 c1 d0 d1 _ < <("$WORK/$b/page_codec" "$LEVEL" "$f")
+			# without, with, ratio with a dictionary, whole file, compress
+			# and decode with a dictionary
+			read -r pages rz rc c0 c1 d0 d1 rd _ c2 d2 _ < <("$WORK/$b/page_codec" "$LEVEL" "$f")
 			cz[$b]="${cz[$b]:-} $c0"
 			cc[$b]="${cc[$b]:-} $c1"
+			cdict[$b]="${cdict[$b]:-} $c2"
 			dz[$b]="${dz[$b]:-} $d0"
 			dc[$b]="${dc[$b]:-} $d1"
-			ratio[$b]="$rz / $rc"
+			ddict[$b]="${ddict[$b]:-} $d2"
+			ratio[$b]="$rz / $rc / $rd"
 		done
 	done
 	for b in old new; do
 		# shellcheck disable=SC2086
-		echo "| $label | $pages | ${ratio[$b]} | $b | $(median ${cz[$b]}) | $(median ${cc[$b]}) | $(median ${dz[$b]}) | $(median ${dc[$b]}) |"
+		echo "| $label | $pages | ${ratio[$b]} | $b | $(median ${cz[$b]}) | $(median ${cc[$b]}) | $(median ${cdict[$b]}) | $(median ${dz[$b]}) | $(median ${dc[$b]}) | $(median ${ddict[$b]}) |"
 	done
-	# shellcheck disable=SC2086
-	echo "| | | | new / old | $(awk -v a="$(median ${cz[new]})" -v b="$(median ${cz[old]})" 'BEGIN {printf "%.2f", a / b}') | $(awk -v a="$(median ${cc[new]})" -v b="$(median ${cc[old]})" 'BEGIN {printf "%.2f", a / b}') | $(awk -v a="$(median ${dz[new]})" -v b="$(median ${dz[old]})" 'BEGIN {printf "%.2f", a / b}') | $(awk -v a="$(median ${dc[new]})" -v b="$(median ${dc[old]})" 'BEGIN {printf "%.2f", a / b}') |"
-	unset cz cc dz dc ratio
+	row="| | | | new / old |"
+	for col in cz cc cdict dz dc ddict; do
+		declare -n m=$col
+		# shellcheck disable=SC2086
+		row="$row $(awk -v a="$(median ${m[new]})" -v b="$(median ${m[old]})" 'BEGIN {if (b > 0) printf "%.2f", a / b; else printf "-"}') |"
+		unset -n m
+	done
+	echo "$row"
+	unset cz cc cdict dz dc ddict ratio
 done
 echo
 echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

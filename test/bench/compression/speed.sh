@@ -38,8 +38,12 @@
 # (sysbench's --rand-type: special, its default, where a few rows are hot;
 # uniform, where most reads miss shared buffers), PGSTRATA_PG (17; 18 runs
 # PostgreSQL 18's build), IO_METHOD (18's io_method; its default if
-# unset), ALGORITHM (zstd; or lz4) and CONF (lines added to the server's
-# configuration, such as background writer settings; none by default).
+# unset), ALGORITHM (zstd; or lz4), CONF (lines added to the server's
+# configuration, such as background writer settings; none by default) and
+# DICTIONARIES (1: a fourth database "dictionary", compressed like the
+# second, joins the rotation, and after loading each of its sysbench
+# tables and indexes is given a trained dictionary where one pays and
+# recompressed with it, pgstrata_train_dictionary(rel, true); 0 by default).
 
 set -euo pipefail
 
@@ -60,10 +64,12 @@ RAND_TYPE=${RAND_TYPE:-special}
 IO_METHOD=${IO_METHOD:-}
 ALGORITHM=${ALGORITHM:-zstd}
 CONF=${CONF:-}
-export ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS CONTROL WORKLOADS \
+DICTIONARIES=${DICTIONARIES:-0}
+export DICTIONARIES ROUNDS SECONDS_PER_RUN THREADS TABLES TABLE_SIZE SCENARIOS CONTROL WORKLOADS \
 	RAND_TYPE IO_METHOD ALGORITHM PGSTRATA_PG CONF
 DBS=(plain compressed)
 [ "$CONTROL" = 1 ] && DBS+=(control)
+[ "$DICTIONARIES" = 1 ] && DBS+=(dictionary)
 
 if [ "$(id -u)" = 0 ]; then
 	bench_as_test_user "$WORK" "$OUT" "$0" sysbench
@@ -97,10 +103,17 @@ start
 psql -d postgres -c "CREATE TABLESPACE cts LOCATION '$WORK/cts' WITH (compression = '$ALGORITHM')"
 psql -d postgres -c "CREATE DATABASE plain" -c "CREATE DATABASE compressed TABLESPACE cts"
 [ "$CONTROL" = 1 ] && psql -d postgres -c "CREATE DATABASE control"
+[ "$DICTIONARIES" = 1 ] && psql -d postgres -c "CREATE DATABASE dictionary TABLESPACE cts"
 for db in "${DBS[@]}"; do
 	sb "$db" oltp_read_only prepare >"$WORK/prepare-$db.log"
 	psql -d "$db" -c "VACUUM ANALYZE" -c "CREATE EXTENSION pg_prewarm"
 done
+dictionaries=0
+if [ "$DICTIONARIES" = 1 ]; then
+	dictionaries=$(psql -d dictionary -c "CREATE EXTENSION pgstrata" -c "
+SELECT count(*) FROM pg_class c, pgstrata_train_dictionary(c.oid, true) d
+WHERE c.relname ~ '^(sbtest|k_)[0-9]' AND c.relkind IN ('r', 'i')" 2>/dev/null)
+fi
 psql -d postgres -c CHECKPOINT
 
 # server_reads DB: blocks the server has read from the kernel, all contexts
@@ -217,16 +230,17 @@ cpu_split()
 {
 	echo "# Compressed tablespaces: sysbench throughput"
 	echo
-	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE CONTROL=$CONTROL SCENARIOS=\"$SCENARIOS\" WORKLOADS=\"$WORKLOADS\" RAND_TYPE=$RAND_TYPE ALGORITHM=$ALGORITHM PGSTRATA_PG=${PGSTRATA_PG:-17} IO_METHOD=$IO_METHOD${CONF:+ CONF=\"${CONF//$'\n'/; }\"})"
+	echo "- command: \`test/bench/compression/speed.sh\` (ROUNDS=$ROUNDS SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS TABLES=$TABLES TABLE_SIZE=$TABLE_SIZE CONTROL=$CONTROL SCENARIOS=\"$SCENARIOS\" WORKLOADS=\"$WORKLOADS\" RAND_TYPE=$RAND_TYPE ALGORITHM=$ALGORITHM PGSTRATA_PG=${PGSTRATA_PG:-17} IO_METHOD=$IO_METHOD DICTIONARIES=$DICTIONARIES${CONF:+ CONF=\"${CONF//$'\n'/; }\"})"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -sr); sysbench and the server on the same machine"
 	echo "- server: $("$BIN/postgres" --version); wal_log_hints on; tablespace WITH (compression = '$ALGORITHM'), its default level"
+	[ "$DICTIONARIES" = 1 ] && echo "- dictionaries: in the database \"dictionary\", $dictionaries segments of the sysbench tables and indexes took a trained dictionary and were recompressed with it (DICTIONARIES=1)"
 	if [ -n "${PGSTRATA_RIG:-}" ]; then
 		echo "- the server ran in the I/O-bound rig for all scenarios: ${PGSTRATA_RIG_DESC:-}"
 	else
 		echo "- the server ran without the I/O-bound rig"
 	fi
-	echo "- sizes: plain $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('plain'))"), compressed $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('compressed'))") (after the runs)"
+	echo "- sizes: plain $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('plain'))"), compressed $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('compressed'))")$([ "$DICTIONARIES" = 1 ] && echo ", dictionary $(psql -d postgres -c "SELECT pg_size_pretty(pg_database_size('dictionary'))")") (after the runs)"
 	echo
 	compare compressed
 	if [ "$CONTROL" = 1 ]; then
@@ -234,6 +248,12 @@ cpu_split()
 		echo "A/A control: a second plain database in the same rotation, in place of compressed."
 		echo
 		compare control
+	fi
+	if [ "$DICTIONARIES" = 1 ]; then
+		echo
+		echo "With dictionaries: the database \"dictionary\" in the same rotation, in place of compressed."
+		echo
+		compare dictionary
 	fi
 	echo
 	echo "Server CPU per transaction by process (medians of the runs; the rest is the median total less the two medians):"
