@@ -206,7 +206,7 @@ server_cpu_ticks()
 # summed; for long-lived processes, whose differences over a run are theirs.
 server_process_ticks()
 {
-	local pm
+	local pm child
 	pm=$(head -1 "$1/postmaster.pid")
 	for child in $(cat "/proc/$pm/task/$pm/children" 2>/dev/null); do
 		if tr '\0' ' ' <"/proc/$child/cmdline" 2>/dev/null | grep -q "^postgres: $2"; then
