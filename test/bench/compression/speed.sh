@@ -112,7 +112,7 @@ dictionaries=0
 if [ "$DICTIONARIES" = 1 ]; then
 	dictionaries=$(psql -d dictionary -c "CREATE EXTENSION pgstrata" -c "
 SELECT count(*) FROM pg_class c, pgstrata_train_dictionary(c.oid, true) d
-WHERE c.relname ~ '^(sbtest|k_)[0-9]' AND c.relkind IN ('r', 'i')" 2>/dev/null)
+WHERE c.relname ~ '^(sbtest|k_)[0-9]' AND c.relkind IN ('r', 'i')" 2>"$WORK/dictionaries.log")
 fi
 psql -d postgres -c CHECKPOINT
 
