@@ -18,9 +18,9 @@
 #
 # Examples:
 #
-#   plot-rounds.sh refdata/results-tpcc.md refdata/results-tpcc.png \
+#   plot-rounds.sh refdata/runs/results-tpcc.md refdata/runs/results-tpcc.png \
 #       "TPC-C" '^tpcc ' 1,3 2 4 5 "TPS"
-#   plot-rounds.sh bulkio/results-stock.md bulkio/results-stock.png \
+#   plot-rounds.sh bulkio/runs/results-stock.md bulkio/runs/results-stock.png \
 #       "load" '^(insert|insert4|copy|copy4|index) ' 1 2 9 3 "seconds"
 
 set -euo pipefail

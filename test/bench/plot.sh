@@ -17,7 +17,7 @@
 #
 # Example, the queue benchmark's first panel:
 #
-#   plot.sh results-queue.csv results-queue.png "queue" \
+#   plot.sh runs/results-queue.csv runs/results-queue.png "queue" \
 #       "physical MiB=cts_bytes:compressed,pts_bytes:plain" \
 #       "physical / fresh load=cts_over_fresh:compressed@1.15:target"
 

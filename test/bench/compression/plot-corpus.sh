@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 #
-# plot-corpus.sh: draw the newest run of results-corpus.md (corpus.sh's raw
-# output) as bars, one group per relation: plain per-page zstd, the storage
+# plot-corpus.sh: draw the newest run of runs/results-corpus.md (corpus.sh's
+# raw output) as bars, one group per relation: plain per-page zstd, the storage
 # manager's codec, the codec with a trained dictionary, and zstd on the
 # whole file, on a logarithmic axis.
 #
 #   test/bench/compression/plot-corpus.sh [RESULTS.md [PNG]]
 #
-# Defaults: results-corpus.md and results-corpus.png next to this script.
+# Defaults: runs/results-corpus.md and runs/results-corpus.png next to this
+# script.
 # Needs gnuplot with the pngcairo terminal (Debian: gnuplot-nox).
 
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-IN=${1:-$HERE/results-corpus.md}
-OUT=${2:-$HERE/results-corpus.png}
+IN=${1:-$HERE/runs/results-corpus.md}
+OUT=${2:-$HERE/runs/results-corpus.png}
 
 if ! command -v gnuplot >/dev/null; then
 	echo "error: gnuplot not found; install the Debian package gnuplot-nox" >&2

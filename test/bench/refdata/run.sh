@@ -12,7 +12,8 @@
 # created, and lock waits (samples of pg_stat_activity every 100 ms:
 # backends waiting on a heavyweight lock, or on an LWLock such as the
 # MultiXact SLRU ones).  Then the medians per client count and the ratios.
-# Results go to stdout; results-run.md in this directory is one such run.
+# Results go to stdout; runs/results-run.md next to this script is one such
+# run.
 #
 #   [ROUNDS=3] [WORKLOADS="fk ro"] test/bench/refdata/run.sh [DURATION [CLIENTS...]]
 #

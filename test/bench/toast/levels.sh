@@ -4,7 +4,7 @@
 # (full detoast) time of zstd at several levels, against pglz and lz4, on
 # run.sh's two corpora (sgml, mixed), side by side in one run; and why some
 # values of the mixed corpus stay uncompressed.  Written as markdown to
-# RESULTS_FILE (default test/bench/toast/results-levels.md).
+# RESULTS_FILE (default test/bench/toast/runs/results-levels.md).
 #
 #   test/bench/toast/levels.sh [RESULTS_FILE]
 #
@@ -26,7 +26,7 @@ set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 BIN=$TOP/build/install/bin
 WORK=$TOP/build/bench/toast-levels
-OUT=${1:-$TOP/test/bench/toast/results-levels.md}
+OUT=${1:-$TOP/test/bench/toast/runs/results-levels.md}
 RUNS=${RUNS:-5}
 REPS=${REPS:-3}
 LEVELS=${LEVELS:-1 3 5 7 9 12}

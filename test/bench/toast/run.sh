@@ -5,7 +5,8 @@
 #   sgml   PostgreSQL's documentation sources, one file per row
 #   mixed  a deterministic sample of text, C headers and binaries of this
 #          machine (/usr/share/doc, /usr/include, /usr/bin)
-# and write the results as markdown (default test/bench/toast/results-run.md).
+# and write the results as markdown (default
+# test/bench/toast/runs/results-run.md).
 #
 #   test/bench/toast/run.sh [RESULTS_FILE]
 #
@@ -26,7 +27,7 @@ set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 BIN=$TOP/build/install/bin
 WORK=$TOP/build/bench/toast
-OUT=${1:-$TOP/test/bench/toast/results-run.md}
+OUT=${1:-$TOP/test/bench/toast/runs/results-run.md}
 RUNS=${RUNS:-5}
 # how many times each client repeats its share in one timed run, so that a
 # run lasts long enough for connection set-up not to matter

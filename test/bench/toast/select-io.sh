@@ -31,7 +31,7 @@ TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 . "$TOP/test/lib.sh"
 BIN=$TOP/build/install/bin
 WORK=$TOP/build/bench/toast-select-io
-OUT=${1:-$TOP/test/bench/toast/results-select-io.md}
+OUT=${1:-$TOP/test/bench/toast/runs/results-select-io.md}
 ROUNDS=${ROUNDS:-5}
 COPIES=${COPIES:-40}
 RIG=${RIG:-1}
