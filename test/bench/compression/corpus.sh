@@ -24,7 +24,7 @@
 # the storage manager's codec (transforms, estimate, zstd) in the same
 # units, and the CPU per page of both; then the same with a trained
 # dictionary per segment, and zstd on the whole file.  The codec must never
-# be worse than plain zstd (issue: within 2%).
+# be worse than plain zstd (the target: within 2%).
 #
 # Needs sysbench (installed with apt-get when run as root).  Runs the server
 # as the test user when started by root.  Writes markdown to

@@ -213,7 +213,7 @@ fi
 	echo
 	echo "| | MiB | ratio |"
 	echo "|---|---:|---|"
-	echo "| end of run (A) | $(mb "$ended") | A / F = $(ratio "$ended" "$reloaded") (the issue's measure) |"
+	echo "| end of run (A) | $(mb "$ended") | A / F = $(ratio "$ended" "$reloaded") (the update-heavy size target's measure) |"
 	echo "| its pages written afresh into a second compressed tablespace (P) | $(mb "$rewritten") | A / P = $(ratio "$ended" "$rewritten"): what the segments' history adds |"
 	echo "| the same rows loaded afresh (F) | $(mb "$reloaded") | P / F = $(ratio "$rewritten" "$reloaded"): what the pages' content adds |"
 	echo "| plain zstd-1 on each page: end-of-run pages (Z) against the fresh load's (Z0) | $(mb "$ideal_end") / $(mb "$ideal_fresh") | Z / Z0 = $(ratio "$ideal_end" "$ideal_fresh"): the content, for any per-page compressor |"

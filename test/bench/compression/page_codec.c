@@ -243,7 +243,10 @@ main(int argc, char **argv)
 									   Min(RELSEG_SIZE, all_pages - first),
 									   level, &c_dict, &d_dict, &mismatches);
 
-	/* zstd on the whole relation at once, the ceiling of the issue */
+	/*
+	 * zstd on the whole relation at once, the ceiling per-page compression
+	 * is measured against
+	 */
 	{
 		size_t		bound = ZSTD_compressBound((size_t) all_pages * BLCKSZ);
 		char	   *out = malloc(bound);

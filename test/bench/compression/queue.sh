@@ -31,8 +31,9 @@
 # are recorded, without forcing a checkpoint.
 #
 # "Fresh load" is the first fill, after a CHECKPOINT.  Each sample's sizes
-# are also given over the fresh-load sizes (the target of issue 17: within
-# 1.15x at every point, without VACUUM FULL), and compressed over plain.
+# are also given over the fresh-load sizes (the queue-table size target:
+# within 1.15x at every point, without VACUUM FULL), and compressed over
+# plain.
 # At the end: a CHECKPOINT and the sizes with the tables empty, then one
 # more fill and CHECKPOINT, the sizes at the same point of the cycle as
 # the fresh load.
@@ -358,7 +359,7 @@ fi
 	echo "- garbage per cycle: $(per_cycle "$e_garb") MiB ($(mb "$e_garb") MiB after $ncycles cycles); queue $(per_cycle "$e_qgarb") MiB (fresh load $(mb "$f_cq") MiB), stage_del $(per_cycle "$e_dgarb") MiB (fresh load $(mb "$f_cd") MiB), stage_trunc $(per_cycle "$e_tgarb") MiB (fresh load $(mb "$f_ct") MiB)"
 	echo "- garbage per CHECKPOINT that wrote the tables full ($nckpts, the fresh load's included): $(per_ckpt "$e_garb") MiB; queue $(per_ckpt "$e_qgarb") MiB, stage_del $(per_ckpt "$e_dgarb") MiB"
 	echo "- largest physical / fresh over the samples: compressed tablespace $(max_of cts_over_fresh), compressed queue $(max_of c_queue_over_fresh), compressed stage_del $(max_of c_stage_del_over_fresh), compressed stage_trunc $(max_of c_stage_trunc_over_fresh); plain tablespace $(max_of pts_over_fresh)"
-	echo "- issue 17's target, the compressed tablespace within 1.15x of its fresh-load size at every sample: $(awk -v m="$(max_of cts_over_fresh)" 'BEGIN { print (m <= 1.15) ? "met" : "missed" }') (largest $(max_of cts_over_fresh))"
+	echo "- the queue-table size target, the compressed tablespace within 1.15x of its fresh-load size at every sample: $(awk -v m="$(max_of cts_over_fresh)" 'BEGIN { print (m <= 1.15) ? "met" : "missed" }') (largest $(max_of cts_over_fresh))"
 	echo "- filled again against the fresh load, at the same point of the cycle: compressed $(ratio "${refill%%,*}" "$f_cts"), plain $(IFS=, read -r _ p _ <<<"$refill"; ratio "$p" "$f_pts")"
 	echo
 	echo "$png"
