@@ -20,26 +20,24 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq(
+my $primary = PgStrata::Node::compressed_node('primary',
+	init => { allows_streaming => 1 },
+	conf => q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 checkpoint_timeout = 1h
 shared_buffers = 16MB    # room for multi-block reads (the default 1MB allows few)
 restart_after_crash = on
 log_statement = none
-));
-$primary->start;
+),
+	extensions => ['amcheck']);
 # The tablespace version directory, PG_<major>_<catalog version>, which
 # differs between the releases the project builds (17 and 18).
 my $verdir = $primary->safe_psql('postgres',
 	"SELECT 'PG_' || current_setting('server_version_num')::int / 10000 || '_' || catalog_version_no FROM pg_control_system()");
 
 $primary->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int PRIMARY KEY USING INDEX TABLESPACE cts,
 	k int, v text) TABLESPACE cts;
 CREATE INDEX t_k ON t (k) TABLESPACE cts;

@@ -29,22 +29,20 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1, extra => ['--data-checksums']);
-$primary->append_conf('postgresql.conf', qq(
-allow_in_place_tablespaces = on
+my $primary = PgStrata::Node::compressed_node('primary',
+	init => { allows_streaming => 1, extra => ['--data-checksums'] },
+	conf => q(
 summarize_wal = on
 wal_keep_size = 256MB
 log_statement = none
-));
-$primary->start;
+),
+	extensions => ['amcheck']);
 
 # amcheck in every database made from now on
 $primary->safe_psql('template1', 'CREATE EXTENSION amcheck');
 $primary->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int PRIMARY KEY USING INDEX TABLESPACE cts, k int, v text)
 	TABLESPACE cts;
 CREATE INDEX t_k ON t (k) TABLESPACE cts;

@@ -17,24 +17,21 @@ use strict;
 use warnings FATAL => 'all';
 
 use File::Copy;
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('checksums');
-$node->init(extra => ['--data-checksums']);
-$node->append_conf('postgresql.conf', qq(
-allow_in_place_tablespaces = on
+my $node = PgStrata::Node::compressed_node('checksums',
+	init => { extra => ['--data-checksums'] },
+	conf => q(
 log_statement = none
-));
-$node->start;
+),
+	extensions => ['amcheck']);
 
 # t: compressible rows and a B-tree; r: random bytes, stored raw;
 # a database in the tablespace: catalogs, FSM and VM forks compressed.
 $node->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int PRIMARY KEY USING INDEX TABLESPACE cts, v text)
 	TABLESPACE cts;
 INSERT INTO t SELECT g, repeat(md5(g::text), 3) FROM generate_series(1, 20000) g;

@@ -27,32 +27,28 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
 my $data_offset = PgStrata::PcsFile::DATA_OFFSET;
 my $unit = PgStrata::PcsFile::UNIT_SIZE;    # the tables are made in format 3
 
-my $node = PostgreSQL::Test::Cluster->new('torn');
-# Without data checksums: case 4 needs a cluster whose hint bits only
-# wal_log_hints logs.
-$node->init(allows_streaming => 1, extra => ['--no-data-checksums']);
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('torn',
+	# Without data checksums: case 4 needs a cluster whose hint bits only
+	# wal_log_hints logs.
+	init => { allows_streaming => 1, extra => ['--no-data-checksums'] },
+	conf => q(
 wal_log_hints = on
 full_page_writes = on
-allow_in_place_tablespaces = on
 autovacuum = off
 checkpoint_timeout = 1h
 max_wal_size = 1GB
 bgwriter_lru_maxpages = 0
-));
-$node->start;
+),
+	extensions => [qw(amcheck pg_buffercache)]);
 $node->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pg_buffercache;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE c (id int PRIMARY KEY USING INDEX TABLESPACE cts, v text)
 	WITH (fillfactor = 50) TABLESPACE cts;
 INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 3000) g;

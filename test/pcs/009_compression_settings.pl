@@ -24,20 +24,18 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('settings');
-$node->init(extra => ['--no-data-checksums']);
-$node->append_conf('postgresql.conf', qq(
+my $node = PgStrata::Node::compressed_node('settings',
+	init => { extra => ['--no-data-checksums'] },
+	conf => q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 checkpoint_timeout = 1h
 autovacuum = off
-));
-$node->start;
+),
+	extensions => ['pg_walinspect']);
 
 $node->safe_psql('postgres', q(
-CREATE EXTENSION pg_walinspect;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int, v text) TABLESPACE cts;
 INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 1000) g;
 CREATE TABLE p (id int, v text);

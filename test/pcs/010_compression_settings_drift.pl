@@ -28,6 +28,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
 # file_md5(PATH): digest of a whole file
 sub file_md5
@@ -56,7 +57,6 @@ SELECT CASE WHEN :'l0' = :'l1' THEN 0 ELSE ($count) END;
 
 my $conf = q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 checkpoint_timeout = 1h
 max_wal_size = 1GB
@@ -64,11 +64,11 @@ bgwriter_lru_maxpages = 0
 );
 
 # 1. A standby that meets compression in replay.
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1, extra => ['--no-data-checksums']);
-$primary->append_conf('postgresql.conf', $conf);
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION pg_walinspect');
+my $primary = PgStrata::Node::compressed_node('primary',
+	init => { allows_streaming => 1, extra => ['--no-data-checksums'] },
+	conf => $conf,
+	extensions => ['pg_walinspect'],
+	create_tablespace => 0);
 $primary->backup('before_compression');
 
 my $standby = PostgreSQL::Test::Cluster->new('standby');
@@ -79,8 +79,8 @@ $standby->start;
 is($standby->safe_psql('postgres', 'SHOW wal_log_hints'),
 	'off', 'the standby starts with wal_log_hints = off');
 
+PgStrata::Node::create_tablespace($primary);
 $primary->safe_psql('postgres', q(
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE c (id int, v text) TABLESPACE cts;
 INSERT INTO c SELECT g, md5(g::text) FROM generate_series(1, 2000) g;
 CHECKPOINT;
@@ -120,12 +120,10 @@ ok(-e $primary->backup_dir . '/after_compression/pgstrata_compressed_storage',
 $primary->stop;
 
 # 2. Compressed relations left behind by ALTER DATABASE ... SET TABLESPACE.
-my $node = PostgreSQL::Test::Cluster->new('moved');
-$node->init(extra => ['--no-data-checksums']);
-$node->append_conf('postgresql.conf', $conf);
-$node->start;
+my $node = PgStrata::Node::compressed_node('moved',
+	init => { extra => ['--no-data-checksums'] },
+	conf => $conf);
 $node->safe_psql('postgres', q(
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE DATABASE moved TABLESPACE cts;
 ));
 $node->safe_psql('moved', q(

@@ -17,28 +17,23 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('lost_growth');
-$node->init;
-$node->append_conf('postgresql.conf', qq(
+my $node = PgStrata::Node::compressed_node('lost_growth',
+	conf => q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 checkpoint_timeout = 1h
 autovacuum = off
 shared_buffers = 16MB
-));
-$node->start;
+),
+	extensions => [qw(amcheck pg_buffercache)]);
 
 # Rows of 'a's compress to almost nothing, so every page starts with a
 # one- or two-unit image.
 $node->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pg_buffercache;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int PRIMARY KEY, v text) TABLESPACE cts;
 INSERT INTO t SELECT g, repeat('a', 100) FROM generate_series(1, 2000) g;
 CHECKPOINT;

@@ -20,24 +20,20 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('fsm');
-$node->init;
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('fsm',
+	conf => q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 checkpoint_timeout = 1h
 max_wal_size = 1GB
-));
-$node->start;
+),
+	extensions => ['amcheck']);
 $node->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int, v text) WITH (fillfactor = 50) TABLESPACE cts;
 INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
 DELETE FROM t WHERE id % 3 = 0;

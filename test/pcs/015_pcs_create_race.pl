@@ -25,26 +25,20 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('race');
-$node->init;
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('race',
+	conf => q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
-));
-$node->start;
+),
+	extensions =>
+	  [qw(injection_points pageinspect pg_buffercache pg_freespacemap)]);
 
 $node->safe_psql('postgres', q(
-CREATE EXTENSION injection_points;
-CREATE EXTENSION pageinspect;
-CREATE EXTENSION pg_buffercache;
-CREATE EXTENSION pg_freespacemap;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int, v text) TABLESPACE cts;
 INSERT INTO t SELECT g, md5(g::text) FROM generate_series(1, 50) g;
 ));

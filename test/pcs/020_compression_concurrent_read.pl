@@ -13,25 +13,20 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('concurrent_read');
-$node->init;
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('concurrent_read',
+	conf => q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 checkpoint_timeout = 1h
-));
-$node->start;
+),
+	extensions => [qw(injection_points pg_prewarm)]);
 $node->safe_psql('postgres', q(
-CREATE EXTENSION injection_points;
-CREATE EXTENSION pg_prewarm;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int, n int, v text) TABLESPACE cts;
 INSERT INTO t SELECT g, 0, repeat('x', 50) || g FROM generate_series(1, 50) g;
 CHECKPOINT;

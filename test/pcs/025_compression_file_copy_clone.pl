@@ -31,6 +31,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::Amcheck;
+use PgStrata::Node;
 use PgStrata::PcsFile qw(compressed_files allocated copy_differences);
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
@@ -38,13 +39,13 @@ if ($primary->pg_version < 18)
 {
 	plan skip_all => 'file_copy_method exists from PostgreSQL 18 on';
 }
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq(
-allow_in_place_tablespaces = on
+PgStrata::Node::compressed_node($primary,
+	init => { allows_streaming => 1 },
+	conf => q(
 autovacuum = off
 log_statement = none
-));
-$primary->start;
+),
+	create_tablespace => 0);
 
 my ($ret, $out, $err) =
   $primary->psql('postgres', 'SET file_copy_method = clone');
@@ -64,8 +65,8 @@ $standby->start;
 # pg_default), so FILE_COPY copies both directories.
 # q loses its tail to VACUUM's truncation, which punches holes into its
 # segment's data area.
+PgStrata::Node::create_tablespace($primary);
 $primary->safe_psql('postgres', q(
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLESPACE pts LOCATION '';
 CREATE DATABASE cdb TABLESPACE cts;
 ));

@@ -23,22 +23,20 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::Amcheck;
+use PgStrata::Node;
 use PgStrata::PcsFile qw(compressed_files allocated copy_differences);
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq(
-allow_in_place_tablespaces = on
+my $primary = PgStrata::Node::compressed_node('primary',
+	init => { allows_streaming => 1 },
+	conf => q(
 summarize_wal = on
 autovacuum = off
 log_statement = none
-));
-$primary->start;
+),
+	extensions => ['amcheck']);
 
 # t and its indexes are compressed, ledger plain, written together
 $primary->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int PRIMARY KEY USING INDEX TABLESPACE cts, k int, v text)
 	TABLESPACE cts;
 CREATE INDEX t_k ON t (k) TABLESPACE cts;

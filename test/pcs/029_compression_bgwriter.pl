@@ -21,26 +21,23 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('node');
-$node->init;
-$node->append_conf('postgresql.conf', qq(
-allow_in_place_tablespaces = on
+my $node = PgStrata::Node::compressed_node('node',
+	conf => q(
 autovacuum = off
 shared_buffers = 16MB
 checkpoint_timeout = 1h
 max_wal_size = 4GB
 polar_bulk_extend_size = 0
-));
-$node->start;
+),
+	compression => 'lz4');
 
 # 64 MB of rows each, four times shared_buffers
 $node->safe_psql('postgres', q(
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'lz4');
 CREATE TABLE c (id int PRIMARY KEY, n int, v text) TABLESPACE cts;
 CREATE TABLE p (id int PRIMARY KEY, n int, v text);
 INSERT INTO c SELECT g, 0, repeat(md5(g::text), 3)
