@@ -20,24 +20,23 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
 # The project's build always has injection points (--enable-injection-points
 # and the injection_points module installed): a build without them fails
 # here rather than skipping.
-my $node = PostgreSQL::Test::Cluster->new('crashpoints');
-# wal_level = replica: new relfilenodes are WAL-logged, as in production
-$node->init(allows_streaming => 1);
-# fsync = on: the checkpointer skips its fsyncs, and so the sync crash
-# point, when fsync is off (as PostgreSQL::Test::Cluster sets it)
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('crashpoints',
+	# wal_level = replica: new relfilenodes are WAL-logged, as in production
+	init => { allows_streaming => 1 },
+	# fsync = on: the checkpointer skips its fsyncs, and so the sync crash
+	# point, when fsync is off (as PostgreSQL::Test::Cluster sets it)
+	conf => q(
 fsync = on
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 checkpoint_timeout = 1h
 max_wal_size = 1GB
@@ -45,14 +44,10 @@ restart_after_crash = on
 bgwriter_lru_maxpages = 0
 shared_buffers = 64MB
 log_min_messages = warning
-));
-$node->start;
+),
+	extensions => [qw(injection_points amcheck pgstrata)]);
 
 $node->safe_psql('postgres', q(
-CREATE EXTENSION injection_points;
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pgstrata;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int PRIMARY KEY USING INDEX TABLESPACE cts, k int, v text)
 	TABLESPACE cts;
 CREATE INDEX t_k ON t (k) TABLESPACE cts;

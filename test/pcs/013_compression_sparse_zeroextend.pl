@@ -13,22 +13,18 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('sparse');
-$node->init;
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('sparse',
+	conf => q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 polar_min_bulk_extend_table_size = 0
-));
-$node->start;
+),
+	extensions => ['pgstrata']);
 $node->safe_psql('postgres', q(
-CREATE EXTENSION pgstrata;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int, v text) TABLESPACE cts;
 SET polar_bulk_extend_size = 0;
 INSERT INTO t VALUES (1, 'one');

@@ -25,27 +25,22 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile qw(ALLOC_OFFSET NBLOCKS_OFFSET NBLOCKS2_OFFSET UNIT_SIZE DATA_OFFSET);
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('words');
-$node->init(extra => ['--data-checksums']);
-$node->append_conf('postgresql.conf', qq(
-allow_in_place_tablespaces = on
+my $node = PgStrata::Node::compressed_node('words',
+	init => { extra => ['--data-checksums'] },
+	conf => q(
 autovacuum = off
 checkpoint_timeout = 1h
 shared_buffers = 16MB
 log_statement = none
-));
-$node->start;
+),
+	extensions => [qw(amcheck pgstrata pg_buffercache)]);
 
 $node->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pgstrata;
-CREATE EXTENSION pg_buffercache;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE c (id int PRIMARY KEY, v text) TABLESPACE cts;
 INSERT INTO c SELECT g, repeat('a', 100) FROM generate_series(1, 3000) g;
 CHECKPOINT;

@@ -34,9 +34,9 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use PgStrata::Util;
+use PgStrata::Node;
 use Test::More;
 
 # the preloaded library that takes fallocate() away
@@ -46,25 +46,22 @@ system(split(' ', PgStrata::Util::pg_config_value('--cc')),
 	PgStrata::Util::top_dir() . '/test/common/no_fallocate.c') == 0
   or die "could not build $shim";
 
-my $node = PostgreSQL::Test::Cluster->new('nofallocate');
-$node->init;
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('nofallocate',
+	conf => q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 polar_bulk_extend_size = 0
 compressed_tablespace_reserve = 4MB
-));
+),
+	start => 0);
 {
 	local $ENV{LD_PRELOAD} = $shim;
 	$node->start;
 }
+PgStrata::Node::create_tablespace($node,
+	extensions => [qw(injection_points pg_buffercache amcheck)]);
 
 $node->safe_psql('postgres', q(
-CREATE EXTENSION injection_points;
-CREATE EXTENSION pg_buffercache;
-CREATE EXTENSION amcheck;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 -- rows of random bytes: every page is stored raw, 16 units
 CREATE TABLE g (id int, v bytea) TABLESPACE cts;
 CREATE FUNCTION noise(n int) RETURNS bytea LANGUAGE sql AS

@@ -22,33 +22,24 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
 my $RELSEG_SIZE = 131072;
 # header (4 kB) and map (16 bytes per block): where the data area begins
 my $DATA_OFFSET = 4096 + 16 * $RELSEG_SIZE;
 
-my $node = PostgreSQL::Test::Cluster->new('segments');
-$node->init;
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('segments',
+	conf => q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 max_files_per_process = 64
 # inserts extend by one block, and do not reuse the zero pages at the end
 polar_bulk_extend_size = 0
-));
-$node->start;
-
-$node->safe_psql('postgres', q(
-CREATE EXTENSION test_pcs;
-CREATE EXTENSION pgstrata;
-CREATE EXTENSION pageinspect;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
-));
+),
+	extensions => [qw(test_pcs pgstrata pageinspect)]);
 
 # The logical size of a relation's main fork, as the storage manager
 # counts it (pg_relation_size() reports physical bytes for compressed forks)

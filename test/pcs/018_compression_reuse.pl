@@ -26,29 +26,23 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('reuse');
-$node->init;
-# fsync on: without it, freed units are reused at once (an operating
-# system crash is not survived anyway), and the rule of 2. is not tested
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('reuse',
+	# fsync on: without it, freed units are reused at once (an operating
+	# system crash is not survived anyway), and the rule of 2. is not tested
+	conf => q(
 fsync = on
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 shared_buffers = 16MB
 checkpoint_timeout = 1h
-));
-$node->start;
+),
+	extensions => [qw(amcheck pgstrata test_pcs)]);
 $node->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pgstrata;
-CREATE EXTENSION test_pcs;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE q (id int PRIMARY KEY, payload text) TABLESPACE cts;
 CREATE TABLE ledger (id int PRIMARY KEY, payload text);
 ));

@@ -30,23 +30,19 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 use IPC::Run;
 
-my $node = PostgreSQL::Test::Cluster->new('dictionary');
-$node->init(extra => ['--data-checksums'], allows_streaming => 1);
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('dictionary',
+	init => { extra => ['--data-checksums'], allows_streaming => 1 },
+	conf => q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 shared_buffers = 16MB
 restart_after_crash = on
-));
-$node->start;
+),
+	extensions => [qw(amcheck pgstrata injection_points)]);
 $node->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pgstrata;
-CREATE EXTENSION injection_points;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLESPACE lts LOCATION '' WITH (compression = 'lz4');
 CREATE TABLE t (id int PRIMARY KEY USING INDEX TABLESPACE cts, qty numeric, placed date, status char(1),
 				note text) TABLESPACE cts;

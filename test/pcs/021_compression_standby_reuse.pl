@@ -17,23 +17,20 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-# fsync on everywhere: without it units are reused at once, untested here
-$primary->append_conf('postgresql.conf', q(
+my $primary = PgStrata::Node::compressed_node('primary',
+	init => { allows_streaming => 1 },
+	# fsync on everywhere: without it units are reused at once, untested here
+	conf => q(
 fsync = on
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 shared_buffers = 16MB
 checkpoint_timeout = 1h
-));
-$primary->start;
+),
+	extensions => [qw(amcheck pgstrata)]);
 $primary->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pgstrata;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE q (id int PRIMARY KEY USING INDEX TABLESPACE cts, payload text)
 	TABLESPACE cts;
 ));

@@ -56,39 +56,33 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
 my $RELSEG_SIZE = PgStrata::PcsFile::RELSEG_SIZE;
 my $DATA_OFFSET = PgStrata::PcsFile::DATA_OFFSET;
 my %FORKNUM = (main => 0, fsm => 1, vm => 2, init => 3);
 
-my $node = PostgreSQL::Test::Cluster->new('fault_matrix');
-# wal_level = replica: new relfilenodes are WAL-logged, as in production
-$node->init(allows_streaming => 1);
-# fsync = on: freed units wait for an fsync before they are reused (an OS
-# crash is not survived otherwise), and the checkpointer reaches the sync
-# crash point
-$node->append_conf(
-	'postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('fault_matrix',
+	# wal_level = replica: new relfilenodes are WAL-logged, as in production
+	init => { allows_streaming => 1 },
+	# fsync = on: freed units wait for an fsync before they are reused (an
+	# OS crash is not survived otherwise), and the checkpointer reaches the
+	# sync crash point
+	conf => q(
 fsync = on
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 checkpoint_timeout = 1h
 max_wal_size = 1GB
 bgwriter_lru_maxpages = 0
 shared_buffers = 32MB
-));
-$node->start;
+),
+	extensions => [qw(injection_points amcheck pg_buffercache test_pcs)]);
 
 # The ledger holds, for each table, the rows the table must have; the
 # functions change a table and the ledger in the caller's transaction.
 $node->safe_psql(
 	'postgres', q(
-CREATE EXTENSION injection_points;
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pg_buffercache;
-CREATE EXTENSION test_pcs;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE ledger (tab text, id int, v text, PRIMARY KEY (tab, id));
 CREATE FUNCTION add_rows(tab regclass, lo int, hi int) RETURNS void
 LANGUAGE plpgsql AS $$

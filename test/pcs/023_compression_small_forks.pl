@@ -18,25 +18,18 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('small');
-$node->init;
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('small',
+	conf => q(
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
-));
-$node->start;
-$node->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pgstrata;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
-CREATE TABLESPACE pts LOCATION '';
-));
+),
+	extensions => [qw(amcheck pgstrata)]);
+$node->safe_psql('postgres', "CREATE TABLESPACE pts LOCATION ''");
 
 # path(REL): the file of a relation's main fork
 sub path

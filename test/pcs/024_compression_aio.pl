@@ -28,6 +28,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::PcsFile;
+use PgStrata::Node;
 
 my $probe = PostgreSQL::Test::Cluster->new('aio_probe');
 if ($probe->pg_version < 18)
@@ -110,23 +111,16 @@ sub worker_has_open
 
 for my $method (@methods)
 {
-	my $node = PostgreSQL::Test::Cluster->new("aio_$method");
-	$node->init;
-	$node->append_conf('postgresql.conf', qq(
+	my $node = PgStrata::Node::compressed_node("aio_$method",
+		conf => qq(
 io_method = $method
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 shared_buffers = 16MB
-));
-	$node->start;
+),
+		extensions =>
+		  [qw(amcheck pgstrata pg_buffercache pg_freespacemap pg_prewarm)]);
 	$node->safe_psql('postgres', q(
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pgstrata;
-CREATE EXTENSION pg_buffercache;
-CREATE EXTENSION pg_freespacemap;
-CREATE EXTENSION pg_prewarm;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int PRIMARY KEY USING INDEX TABLESPACE cts, qty numeric,
 				placed date, note text) TABLESPACE cts;
 CREATE TABLE ledger (LIKE t);

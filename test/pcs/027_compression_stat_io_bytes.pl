@@ -27,26 +27,24 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::Node;
 
 my $node = PostgreSQL::Test::Cluster->new('node');
 if ($node->pg_version < 18)
 {
 	plan skip_all => 'pg_stat_io has byte columns from PostgreSQL 18 on';
 }
-$node->init;
-$node->append_conf('postgresql.conf', qq(
-allow_in_place_tablespaces = on
+PgStrata::Node::compressed_node($node,
+	conf => q(
 autovacuum = off
 shared_buffers = 32MB
 bgwriter_lru_maxpages = 0
 polar_bulk_extend_size = 0
-));
-$node->start;
+),
+	extensions => ['pgstrata']);
 
 # Rows that compress well: t takes a fraction of its logical size
 $node->safe_psql('postgres', q(
-CREATE EXTENSION pgstrata;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
 CREATE TABLE t (id int, k int, v text) TABLESPACE cts;
 INSERT INTO t SELECT g, g % 100, repeat('pg_stat_io ', 10)
 	FROM generate_series(1, 60000) g;
