@@ -32,30 +32,22 @@ use Digest::MD5 qw(md5_hex);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('primary');
-$node->init(allows_streaming => 1);
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('primary',
+	init => { allows_streaming => 1 },
+	conf => q(
 shared_buffers = 32MB
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 checkpoint_timeout = 1h
 max_wal_size = 1GB
 wal_keep_size = 2GB
 log_statement = none
 restart_after_crash = on
-));
-$node->start;
-
-$node->safe_psql('postgres', q(
-CREATE EXTENSION pgstrata;
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pg_prewarm;
-CREATE EXTENSION injection_points;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
-CREATE TABLESPACE ts2 LOCATION '';
-));
+),
+	extensions => [qw(pgstrata amcheck pg_prewarm injection_points)]);
+$node->safe_psql('postgres', "CREATE TABLESPACE ts2 LOCATION ''");
 
 $node->backup('base');
 my $standby = PostgreSQL::Test::Cluster->new('standby');

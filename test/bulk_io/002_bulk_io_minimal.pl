@@ -12,26 +12,19 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('minimal');
-$node->init;
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('minimal',
+	conf => q(
 wal_level = minimal
 max_wal_senders = 0
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 log_statement = none
-));
-$node->start;
-$node->safe_psql('postgres', q(
-CREATE EXTENSION pgstrata;
-CREATE EXTENSION amcheck;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
-));
+),
+	extensions => [qw(pgstrata amcheck)]);
 
 # counter(NAME): a counter of the client backends
 sub counter

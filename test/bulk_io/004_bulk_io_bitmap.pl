@@ -35,33 +35,24 @@
 use strict;
 use warnings FATAL => 'all';
 
-use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use PgStrata::Node;
 
-my $node = PostgreSQL::Test::Cluster->new('main');
-$node->init;
-$node->append_conf('postgresql.conf', q(
+my $node = PgStrata::Node::compressed_node('main',
+	conf => q(
 shared_buffers = 32MB
 wal_log_hints = on
-allow_in_place_tablespaces = on
 autovacuum = off
 synchronize_seqscans = off
 max_worker_processes = 8
 max_parallel_workers = 8
 log_statement = none
-));
-$node->start;
+),
+	extensions => [qw(pgstrata amcheck pg_buffercache)]);
+$node->safe_psql('postgres', "CREATE TABLESPACE ts2 LOCATION ''");
 # 18 reads bitmap heap scans through its own read stream (see above)
 my $pg18 = $node->safe_psql('postgres', 'SHOW server_version_num') >= 180000;
-
-$node->safe_psql('postgres', q(
-CREATE EXTENSION pgstrata;
-CREATE EXTENSION amcheck;
-CREATE EXTENSION pg_buffercache;
-CREATE TABLESPACE cts LOCATION '' WITH (compression = 'zstd');
-CREATE TABLESPACE ts2 LOCATION '';
-));
 
 # set_read_size(VALUE): ALTER SYSTEM + reload, and wait until new sessions
 # see it
