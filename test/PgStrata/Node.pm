@@ -113,6 +113,11 @@ sub compressed_node
 {
 	my ($name, %opts) = @_;
 	check_options(\%node_options, %opts);
+	my $start = !defined $opts{start} || $opts{start};
+	croak 'start => 0 creates nothing: call create_tablespace() once started'
+	  if !$start
+	  && grep { exists $opts{$_} }
+	  (keys %tablespace_options, 'create_tablespace');
 	my $node =
 	  blessed($name) && $name->isa('PostgreSQL::Test::Cluster')
 	  ? $name
@@ -121,13 +126,7 @@ sub compressed_node
 	$node->init(%{ $opts{init} // {} });
 	$node->append_conf('postgresql.conf',
 		"allow_in_place_tablespaces = on\n" . ($opts{conf} // ''));
-	if (defined $opts{start} && !$opts{start})
-	{
-		croak 'start => 0 creates nothing: call create_tablespace() once started'
-		  if grep { exists $opts{$_} } (keys %tablespace_options,
-		  'create_tablespace');
-		return $node;
-	}
+	return $node if !$start;
 
 	$node->start;
 	if (!defined $opts{create_tablespace} || $opts{create_tablespace})
