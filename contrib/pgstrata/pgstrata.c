@@ -42,7 +42,7 @@
 #include "storage/bulk_io.h"
 #include "storage/pcs.h"
 #include "storage/pcs_format.h"
-#include "storage/pcs_freespace.h"
+#include "storage/pcs_free_pool.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
@@ -277,7 +277,7 @@ pgstrata_bulk_io_reset(PG_FUNCTION_ARGS)
 }
 
 /*
- * The pool of free runs that compressed segments share (pcs_freespace.c):
+ * The pool of free runs that compressed segments share (pcs_free_pool.c):
  * its size, the runs kept now, the runs forgotten because it was full
  */
 Datum

@@ -31,7 +31,7 @@
  *	 7 dictionary  header (512 bytes), the dictionary sector's current word
  *				   (8), a dictionary number (1) and its record (16), the
  *				   dictionary's length (2) and bytes, then an image: the
- *				   word and record checks, the dictionary prepared as pcs.c
+ *				   word and record checks, the dictionary prepared as pcs_dict.c
  *				   prepares it once its CRC matches, the image decoded with
  *				   it, and a page made of the image's bytes compressed with
  *				   it and given back (and refused without it)
@@ -447,7 +447,7 @@ fuzz_roundtrip(const uint8_t *data, size_t size)
 
 /*
  * A dictionary sector's word and record, and a dictionary and an image, as
- * pcs.c's pcs_seg_dictionary() and read path use them
+ * pcs_dict.c's pcs_seg_dictionary() and pcs.c's read path use them
  */
 static void
 fuzz_dictionary(const uint8_t *data, size_t size, bool fixup)
@@ -523,8 +523,8 @@ fuzz_dictionary(const uint8_t *data, size_t size, bool fixup)
 			record.bytes < PCS_MIN_DICTIONARY_SIZE ||
 			record.bytes > PCS_MAX_DICTIONARY_SIZE ||
 			(uint64) record.first_unit + pcs_units_for(record.bytes, h->unit_shift) > PG_UINT32_MAX)
-			fuzz_fail("accepted a dictionary record pcs.c cannot use");
-		/* pcs.c reads record.bytes bytes and checks their CRC */
+			fuzz_fail("accepted a dictionary record the storage manager cannot use");
+		/* pcs_dict.c reads record.bytes bytes and checks their CRC */
 		if (record.bytes <= dlen)
 		{
 			bytes = malloc(record.bytes);

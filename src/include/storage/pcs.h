@@ -55,7 +55,7 @@ extern void pcs_truncate(SMgrRelation reln, ForkNumber forknum,
 extern void pcs_immedsync(SMgrRelation reln, ForkNumber forknum);
 extern void pcs_registersync(SMgrRelation reln, ForkNumber forknum);
 #if PG_VERSION_NUM >= 180000
-/* the callbacks 18's asynchronous I/O added (see pcs_startreadv()) */
+/* the callbacks 18's asynchronous I/O added (pcs_aio.c) */
 extern uint32 pcs_maxcombine(SMgrRelation reln, ForkNumber forknum,
 							 BlockNumber blocknum);
 extern void pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln,
@@ -70,7 +70,8 @@ extern void pcs_aio_shmem_init(void);
 
 /*
  * A read-only view of one segment of a compressed fork (pcs_segment_view()),
- * for reports on the format; valid until the next call into pcs.c
+ * for reports on the format; valid until the next call into the storage
+ * manager
  */
 typedef struct PcsSegmentView
 {

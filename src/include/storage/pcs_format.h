@@ -65,8 +65,8 @@ typedef struct pg_atomic_uint64
  * made in version 4.  A build that reads only versions 2 and 3 refuses a
  * segment of version 4 with an error naming the version (not as damage).
  * Files of version 1 were only ever made by development builds; they are
- * refused with a hint, not converted.  What comments here and in pcs.c say
- * of version 3 holds for version 4 too.
+ * refused with a hint, not converted.  What comments here and in the
+ * storage manager say of version 3 holds for version 4 too.
  */
 #define PCS_FORMAT_VERSION	4
 #define PCS_FORMAT_VERSION_3	3
@@ -228,7 +228,7 @@ typedef struct PcsSectorWord
 /*
  * The dictionary sector (sector 4).  current names the dictionary new
  * images use and whether it is ready, or that a server generation is
- * installing the next one (pcs_dict_word(); pcs.c, "Dictionaries").
+ * installing the next one (pcs_dict_word(); pcs_dict.c, "Dictionaries").
  */
 typedef struct PcsDictSector
 {
@@ -251,7 +251,7 @@ typedef struct PcsDictSector
  *			generation that handed it out and of the segment (high 32 bits).
  *			A word that fails its check for the current generation was
  *			written by an earlier server or is damaged; either way the next
- *			free unit is recomputed from the file (pcs.c, pcs_allocate()).
+ *			free unit is recomputed from the file (pcs_segment.c, pcs_allocate()).
  *
  * generation (version 3): the server generation that last recomputed the
  *			allocation word (low 32 bits) and its check (high 32 bits).  It

@@ -12,7 +12,7 @@ AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT;
 
 -- Check the rules of the free units that compressed segments keep for reuse
--- (pcs_freespace.c) on a segment of no relation; ERROR at the first that
+-- (pcs_free_pool.c) on a segment of no relation; ERROR at the first that
 -- does not hold, else the number of checks made.  The pool is left as it
 -- was, but it fills up on the way: run it where nothing else frees units.
 CREATE FUNCTION test_pcs_free_pool()

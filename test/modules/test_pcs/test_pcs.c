@@ -10,7 +10,7 @@
  * rows; this takes one call.
  *
  * test_pcs_free_pool() drives the free units that compressed segments keep
- * for reuse (pcs_freespace.c) through their own functions, for a segment
+ * for reuse (pcs_free_pool.c) through their own functions, for a segment
  * of a relation that does not exist: which run a write is given, when a
  * run becomes reusable, merging, more runs than a segment's pages, and a
  * full pool.  What an update-heavy table or a full pool would take
@@ -32,7 +32,7 @@
 #include "storage/bufpage.h"
 #include "storage/lmgr.h"
 #include "storage/pcs_format.h"
-#include "storage/pcs_freespace.h"
+#include "storage/pcs_free_pool.h"
 #include "storage/smgr.h"
 #include "utils/rel.h"
 

@@ -38,7 +38,7 @@
 #include "pgtime.h"
 #include "storage/fd.h"
 #include "storage/pcs.h"
-#include "storage/pcs_freespace.h"
+#include "storage/pcs_free_pool.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"

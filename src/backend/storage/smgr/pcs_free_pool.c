@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * pcs_freespace.c
- *	  Units freed in compressed segments: kept in shared memory, reused
- *	  once a map that no longer points to them is durable, and given back
- *	  to the file system meanwhile.
+ * pcs_free_pool.c
+ *	  The pool of units freed in compressed segments: kept in shared
+ *	  memory, reused once a map that no longer points to them is durable,
+ *	  and given back to the file system meanwhile.
  *
  * A block whose image outgrows its units moves to fresh ones, and a
  * truncation drops the images of the blocks it cuts off; either way the
@@ -23,7 +23,7 @@
  * What is kept here is only a hint, and losing it loses no data: a run
  * that is forgotten (the table is full, a crash reset shared memory) is
  * garbage until the segment is rewritten or the next server generation
- * finds it again from the map (pcs.c, pcs_allocate()).  What must never
+ * finds it again from the map (pcs_segment.c, pcs_allocate()).  What must never
  * happen is a run kept that a block uses, so a run is only ever added by
  * the process that made its units unreferenced, or by the one process that
  * read the whole map at the start of a generation, and the runs of a fork
@@ -34,7 +34,7 @@
  * Portions Copyright (c) 2026, pgstrata developers
  *
  * IDENTIFICATION
- *	  src/backend/storage/smgr/pcs_freespace.c
+ *	  src/backend/storage/smgr/pcs_free_pool.c
  *
  *-------------------------------------------------------------------------
  */
@@ -48,7 +48,7 @@
 #include "storage/bufmgr.h"
 #include "storage/lwlock.h"
 #include "storage/pcs_format.h"
-#include "storage/pcs_freespace.h"
+#include "storage/pcs_free_pool.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/hsearch.h"
@@ -82,7 +82,7 @@
 /*
  * Units freed in a segment wait for its next fsync, normally the
  * checkpoint's.  Once this much has been freed since its last fsync began,
- * the writer that frees more fsyncs the segment itself (pcs.c), so that a
+ * the writer that frees more fsyncs the segment itself (pcs.c, pcs_write_block()), so that a
  * segment under an update-heavy load does not carry a checkpoint interval's
  * worth of its rewrites as garbage.
  */

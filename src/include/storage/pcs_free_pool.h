@@ -1,17 +1,19 @@
 /*-------------------------------------------------------------------------
  *
- * pcs_freespace.h
- *	  Units freed in compressed segments, kept for reuse (pcs_freespace.c).
+ * pcs_free_pool.h
+ *	  The pool of units freed in compressed segments, kept for reuse
+ *	  (pcs_free_pool.c).
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
- * src/include/storage/pcs_freespace.h
+ * src/include/storage/pcs_free_pool.h
  *
  *-------------------------------------------------------------------------
  */
-#ifndef PCS_FREESPACE_H
-#define PCS_FREESPACE_H
+#ifndef PCS_FREE_POOL_H
+#define PCS_FREE_POOL_H
 
+#include "storage/block.h"
 #include "storage/fd.h"
 #include "storage/relfilelocator.h"
 #include "storage/sync.h"
@@ -51,4 +53,4 @@ extern void pcs_forget_database(Oid dbid);
 extern uint64 pcs_sync_begin(const FileTag *ftag);
 extern void pcs_sync_done(const FileTag *ftag, uint64 clock, File file);
 
-#endif							/* PCS_FREESPACE_H */
+#endif							/* PCS_FREE_POOL_H */

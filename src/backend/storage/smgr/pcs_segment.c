@@ -1,0 +1,1320 @@
+/*-------------------------------------------------------------------------
+ *
+ * pcs_segment.c
+ *	  One segment of a compressed fork: opening and mapping its file,
+ *	  growing it, the map and its chunks, the block count, and the
+ *	  allocation of units, fresh or freed.
+ *
+ * A segment file holds a header, a map with one entry per block, and a
+ * data area of units into which the images of the blocks are written
+ * (storage/pcs_format.h).  This file knows nothing of pages: it hands out
+ * units, keeps the entries and the block count sound, and grows the file
+ * so that a write into units it handed out cannot fail for want of space.
+ * Block I/O (pcs.c) and the dictionaries (pcs_dict.c) build on it.
+ *
+ * The crash-safety argument for allocation and reuse is in README.pcs
+ * ("Allocation", "Reusing freed units").
+ *
+ * Portions Copyright (c) 2026, pgstrata developers
+ *
+ * IDENTIFICATION
+ *	  src/backend/storage/smgr/pcs_segment.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/hashfn.h"
+#include "common/int.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "pgstrata_compat.h"
+#include "storage/pcs_internal.h"
+#include "utils/injection_point.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+/* Smallest and largest step by which a segment's data area grows, in bytes */
+#define PCS_MIN_GROWTH		(4 * 1024)
+#define PCS_MAX_GROWTH		(8 * 1024 * 1024)
+
+/* Tries at reading a map entry that a concurrent writer may be replacing */
+#define PCS_ENTRY_READ_TRIES	3
+
+MemoryContext PcsCxt = NULL;
+static uint32 pcs_generation = 0;
+
+/* Mapped segments of this process, most recently used first */
+static dlist_head pcs_mapped = DLIST_STATIC_INIT(pcs_mapped);
+static int	pcs_num_mapped = 0;
+
+/* Path of segment segno of a fork, palloc'd */
+static char *
+pcs_segpath(SMgrRelation reln, ForkNumber forknum, BlockNumber segno)
+{
+	char	   *path = PGSTRATA_RELPATH(reln->smgr_rlocator, forknum);
+
+	if (segno > 0)
+	{
+		char	   *full = psprintf("%s.%u", path, segno);
+
+		pfree(path);
+		path = full;
+	}
+	return path;
+}
+
+/* The key under which the free units of a segment are kept */
+void
+pcs_free_key(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
+			 PcsFreeKey *key)
+{
+	memset(key, 0, sizeof(PcsFreeKey));
+	key->rlocator = reln->smgr_rlocator.locator;
+	key->backend = reln->smgr_rlocator.backend;
+	key->forknum = forknum;
+	key->segno = segno;
+}
+
+/*
+ * The generation of this server: the first allocation of a generation in a
+ * segment starts above the end of the file, and reads the map for free
+ * units (README.pcs).  Each life of shared memory is a generation of its
+ * own: after a backend crash the postmaster resets shared memory, and with
+ * it the free units kept there (pcs_free_pool.c), which the new generation
+ * finds again from the maps.
+ */
+uint32
+pcs_current_generation(void)
+{
+	if (pcs_generation == 0)
+	{
+		uint64		key[3] = {(uint64) PostmasterPid, (uint64) PgStartTime,
+		pcs_shmem_life()};
+
+		pcs_generation = hash_bytes((const unsigned char *) key, sizeof(key));
+		if (pcs_generation == 0)
+			pcs_generation = 1;
+	}
+	return pcs_generation;
+}
+
+/* The sync request tag of a segment: md's, which names the same file */
+static void
+pcs_sync_tag(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
+			 FileTag *tag)
+{
+	memset(tag, 0, sizeof(FileTag));
+	tag->handler = SYNC_HANDLER_MD;
+	tag->rlocator = reln->smgr_rlocator.locator;
+	tag->forknum = forknum;
+	tag->segno = segno;
+}
+
+/*
+ * fsync a segment here and now; as every fsync of a segment, it makes the
+ * units freed before it began reusable (pcs_sync_begin())
+ */
+void
+pcs_sync_now(SMgrRelation reln, ForkNumber forknum, PcsSegment *seg,
+			 uint32 wait_event)
+{
+	FileTag		tag;
+	uint64		clock;
+
+	pcs_sync_tag(reln, forknum, seg->segno, &tag);
+	clock = pcs_sync_begin(&tag);
+	if (FileSync(seg->vfd, wait_event) < 0)
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m",
+						FilePathName(seg->vfd))));
+	pcs_sync_done(&tag, clock, seg->vfd);
+}
+
+/*
+ * Tell the checkpointer that a segment has been written, or fsync it here if
+ * the request queue is full, as md.c does for its segments.  The tag is md's:
+ * the sync handler opens the segment by name, which is the same for both.
+ */
+void
+pcs_register_dirty(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
+				   PcsSegment *seg)
+{
+	FileTag		tag;
+
+	if (SmgrIsTemp(reln))
+		return;
+
+	pcs_sync_tag(reln, forknum, segno, &tag);
+	if (!RegisterSyncRequest(&tag, SYNC_REQUEST, false))
+		pcs_sync_now(reln, forknum, seg, WAIT_EVENT_DATA_FILE_SYNC);
+}
+
+/*
+ * Write the header block of new segment segno and size the file to its data
+ * area
+ */
+void
+pcs_init_segment_file(File vfd, BlockNumber segno, PcsAlgorithm algorithm,
+					  int level, bool sync)
+{
+	PGIOAlignedBlock block;
+
+	memset(block.data, 0, BLCKSZ);
+	pcs_header_init((PcsHeader *) block.data, algorithm, level, segno);
+
+	if (FileWrite(vfd, block.data, PCS_HEADER_SIZE, 0,
+				  WAIT_EVENT_DATA_FILE_EXTEND) != PCS_HEADER_SIZE)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", FilePathName(vfd))));
+	/* readers may find segment 0 this way: see pcs_fork_format() */
+	if (segno == 0)
+		PGSTRATA_INJECTION_POINT("pcs-create-after-header");
+	/* the map stays a hole until entries are written */
+	if (FileTruncate(vfd, PCS_DATA_OFFSET, WAIT_EVENT_DATA_FILE_TRUNCATE) < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not extend file \"%s\": %m", FilePathName(vfd))));
+
+	/*
+	 * The header must be durable before any page written into the file can
+	 * be: a file without it would be taken for an md file after a crash.
+	 */
+	if (sync && FileSync(vfd, WAIT_EVENT_DATA_FILE_SYNC) < 0)
+		ereport(data_sync_elevel(ERROR),
+				(errcode_for_file_access(),
+				 errmsg("could not fsync file \"%s\": %m", FilePathName(vfd))));
+}
+
+/*
+ * Is segment file segno > 0 of this size one whose creation never completed?
+ *
+ * A segment past the first is created by opening it with O_CREAT, writing
+ * its header, sizing it to its data area and fsyncing it, before anything
+ * else is written into it (pcs_init_segment_file()).  A crash, of the server
+ * or of the operating system, can stop that at any point, and leave a file
+ * that is empty, shorter than the data area, or as long as the data area
+ * with a header that never reached disk; a base backup taken meanwhile copies
+ * the same.  Such a file holds no block: it reads as a segment with no
+ * blocks, as an empty md segment does, and its next extension writes the
+ * header again.  A file longer than its data area had its header made
+ * durable first, so a blank header there is damage, reported as such.
+ */
+static bool
+pcs_segment_is_unfinished(File vfd, BlockNumber segno, off_t size)
+{
+	char		head[PCS_SECTOR_SIZE];
+
+	Assert(segno > 0);
+	if (size < PCS_DATA_OFFSET)
+		return true;
+	if (size > PCS_DATA_OFFSET)
+		return false;
+	if (FileRead(vfd, head, sizeof(head), 0, WAIT_EVENT_DATA_FILE_READ) != sizeof(head))
+		return false;			/* let the header check report it */
+	for (int i = 0; i < sizeof(head); i++)
+	{
+		if (head[i] != 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Map the header and map of an open segment and check its header.  On
+ * failure the mapping is undone and an error raised; the caller closes the
+ * file.
+ */
+static void
+pcs_map_segment(PcsSegment *seg)
+{
+	void	   *mapping;
+	PcsProblem	problem;
+
+	Assert(seg->header == NULL);
+
+	/* FileSize() reopens the kernel file if fd.c closed it meanwhile */
+	if (FileSize(seg->vfd) < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek to end of file \"%s\": %m",
+						FilePathName(seg->vfd))));
+	mapping = mmap(NULL, PCS_DATA_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED,
+				   FileGetRawDesc(seg->vfd), 0);
+	if (mapping == MAP_FAILED)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not map file \"%s\": %m",
+						FilePathName(seg->vfd))));
+
+	problem = pcs_header_check((PcsHeader *) mapping);
+	if (problem != PCS_SOUND)
+	{
+		uint32		version = pcs_header_other_version((PcsHeader *) mapping);
+
+		munmap(mapping, PCS_DATA_OFFSET);
+		if (version != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("compressed segment file \"%s\" has format version %u, but this server reads only versions %u to %u",
+							FilePathName(seg->vfd), version,
+							PCS_FORMAT_VERSION_2, PCS_FORMAT_VERSION),
+					 errhint("Files of compressed tablespaces made by another development build of pgstrata cannot be read.  Dump the data with the build that made them and restore it here.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid compressed segment header in file \"%s\"",
+						FilePathName(seg->vfd)),
+				 errdetail("%s", _(pcs_problem_message(problem)))));
+	}
+
+	seg->header = (PcsHeader *) mapping;
+	seg->shift = seg->header->unit_shift;
+	Assert(seg->shift == PCS_UNIT_SHIFT || seg->shift == PCS_V2_UNIT_SHIFT);
+	dlist_push_head(&pcs_mapped, &seg->lru);
+	pcs_num_mapped++;
+}
+
+/* Undo the mapping of a segment; the file stays open */
+static void
+pcs_unmap_segment(PcsSegment *seg)
+{
+	Assert(seg->header != NULL && pcs_num_mapped > 0);
+	dlist_delete(&seg->lru);
+	pcs_num_mapped--;
+	if (munmap(seg->header, PCS_DATA_OFFSET) != 0)
+		elog(WARNING, "could not unmap file \"%s\": %m",
+			 FilePathName(seg->vfd));
+	seg->header = NULL;
+}
+
+/*
+ * Keep the mappings of this process below max_files_per_process, unmapping
+ * the segments used least recently.  Each mapping is one entry of the
+ * process's memory map, which the kernel bounds (vm.max_map_count, 65530
+ * by default); a session that touches tens of thousands of compressed forks
+ * (pg_dump of a large schema, many partitions) would otherwise exhaust it,
+ * where md.c only recycles file descriptors.  The most recently used
+ * segments stay mapped, so a caller that still holds a segment it used just
+ * before opening another keeps its mapping.
+ */
+static void
+pcs_limit_mappings(void)
+{
+	int			limit = Max(max_files_per_process, 16);
+
+	Assert(pcs_num_mapped >= 0);
+
+	while (pcs_num_mapped >= limit)
+		pcs_unmap_segment(dlist_tail_element(PcsSegment, lru, &pcs_mapped));
+}
+
+/* Remember segment seg as number segno of a fork of reln */
+static void
+pcs_remember_segment(SMgrRelation reln, ForkNumber forknum,
+					 BlockNumber segno, PcsSegment *seg)
+{
+	Assert(PcsCxt != NULL);
+	if (segno >= (BlockNumber) reln->pcs_num_segs[forknum])
+	{
+		int			n = Max(segno + 1, 4);
+
+		if (reln->pcs_segs[forknum] == NULL)
+			reln->pcs_segs[forknum] = MemoryContextAllocZero(PcsCxt, n * sizeof(PcsSegment *));
+		else
+		{
+			reln->pcs_segs[forknum] = repalloc(reln->pcs_segs[forknum], n * sizeof(PcsSegment *));
+			memset(reln->pcs_segs[forknum] + reln->pcs_num_segs[forknum], 0,
+				   (n - reln->pcs_num_segs[forknum]) * sizeof(PcsSegment *));
+		}
+		reln->pcs_num_segs[forknum] = n;
+	}
+	Assert(reln->pcs_segs[forknum][segno] == NULL);
+	reln->pcs_segs[forknum][segno] = seg;
+}
+
+/*
+ * Open segment segno of a compressed fork (creating it if create is true and
+ * it does not exist, or its creation never completed), map its header and
+ * map, and return it; NULL if it does not exist (or holds no block because
+ * its creation never completed) and create is false.
+ */
+PcsSegment *
+pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
+		   bool create)
+{
+	PcsSegment *seg;
+	char	   *path;
+	File		vfd;
+	off_t		size;
+
+	if (segno < (BlockNumber) reln->pcs_num_segs[forknum] &&
+		reln->pcs_segs[forknum][segno] != NULL)
+	{
+		seg = reln->pcs_segs[forknum][segno];
+		if (likely(seg->header != NULL))
+			dlist_move_head(&pcs_mapped, &seg->lru);
+		else
+		{
+			pcs_limit_mappings();
+			pcs_map_segment(seg);
+		}
+		return seg;
+	}
+
+	path = pcs_segpath(reln, forknum, segno);
+	vfd = PathNameOpenFile(path, O_RDWR | PG_BINARY | (create ? O_CREAT : 0));
+	if (vfd < 0)
+	{
+		if (errno == ENOENT && !create)
+		{
+			pfree(path);
+			return NULL;
+		}
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", path)));
+	}
+	pfree(path);
+
+	/*
+	 * From here on, every error closes the file first: the VFD belongs to no
+	 * resource owner, and a session that retries would leak one per try.
+	 */
+	size = FileSize(vfd);
+	if (size < 0)
+	{
+		int			save_errno = errno;
+
+		FileClose(vfd);
+		errno = save_errno;
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek to end of file \"%s\": %m",
+						PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
+	}
+	if (segno > 0 && pcs_segment_is_unfinished(vfd, segno, size))
+	{
+		if (!create)
+		{
+			FileClose(vfd);
+			return NULL;
+		}
+		PG_TRY();
+		{
+			/* a new segment past the first: same settings as segment 0 */
+			PcsSegment *first = pcs_getseg(reln, forknum, 0, false);
+
+			Assert(first != NULL);
+			pcs_init_segment_file(vfd, segno, first->header->algorithm,
+								  first->header->level, !SmgrIsTemp(reln));
+		}
+		PG_CATCH();
+		{
+			FileClose(vfd);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		size = PCS_DATA_OFFSET;
+	}
+	else if (size < PCS_DATA_OFFSET)
+	{
+		char	   *name = pstrdup(FilePathName(vfd));
+
+		FileClose(vfd);
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("compressed segment file \"%s\" is too short", name),
+				 errdetail("The file has %lld bytes; a compressed segment has at least %lld.",
+						   (long long) size, (long long) PCS_DATA_OFFSET)));
+	}
+
+	if (PcsCxt == NULL)
+		PcsCxt = AllocSetContextCreate(TopMemoryContext, "PcsSegments",
+									   ALLOCSET_SMALL_SIZES);
+	seg = MemoryContextAllocZero(PcsCxt, sizeof(PcsSegment));
+	seg->vfd = vfd;
+	seg->segno = segno;
+	seg->forknum = forknum;
+	pcs_limit_mappings();
+	PG_TRY();
+	{
+		pcs_map_segment(seg);
+	}
+	PG_CATCH();
+	{
+		FileClose(vfd);
+		pfree(seg);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	seg->capacity = (uint32) ((size - PCS_DATA_OFFSET) >> seg->shift);
+	seg->alloc_seen = pg_atomic_read_u64(pcs_header_alloc(seg->header));
+	pcs_remember_segment(reln, forknum, segno, seg);
+	return seg;
+}
+
+/* Unmap and close every open segment of a fork */
+void
+pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
+{
+	for (int i = 0; i < reln->pcs_num_segs[forknum]; i++)
+	{
+		PcsSegment *seg = reln->pcs_segs[forknum][i];
+
+		if (seg == NULL)
+			continue;
+		if (seg->header != NULL)
+			pcs_unmap_segment(seg);
+		FileClose(seg->vfd);
+		for (int n = 1; n <= PCS_MAX_DICTIONARIES; n++)
+			pcs_dict_free(seg->dicts[n]);
+		if (seg->sample != NULL)
+			pfree(seg->sample);
+		pfree(seg);
+	}
+	if (reln->pcs_segs[forknum] != NULL)
+		pfree(reln->pcs_segs[forknum]);
+	reln->pcs_segs[forknum] = NULL;
+	reln->pcs_num_segs[forknum] = 0;
+}
+
+/* The size of a segment's file, or an error */
+static off_t
+pcs_file_end(PcsSegment *seg)
+{
+	off_t		size = FileSize(seg->vfd);
+
+	if (size < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek to end of file \"%s\": %m",
+						FilePathName(seg->vfd))));
+	return size;
+}
+
+/*
+ * fallocate() on the kernel file of a segment: 0, or the error number.  It
+ * gives storage to the parts of the range that have none and leaves every
+ * byte that exists as it is, so calls over the same range from several
+ * processes, and stores through their mappings meanwhile, are harmless.
+ * (posix_fallocate() is not used on Linux: glibc emulates it where the file
+ * system has no fallocate(), by writing zeros, which is not harmless.)
+ */
+static int
+pcs_fallocate(int fd, off_t offset, off_t len)
+{
+	int			ret;
+
+	pgstat_report_wait_start(WAIT_EVENT_DATA_FILE_EXTEND);
+	do
+	{
+#if defined(__linux__)
+		ret = fallocate(fd, 0, offset, len) == 0 ? 0 : errno;
+#elif defined(HAVE_POSIX_FALLOCATE)
+		ret = posix_fallocate(fd, offset, len);
+#else
+		ret = EOPNOTSUPP;
+#endif
+	} while (ret == EINTR);
+	pgstat_report_wait_end();
+	return ret;
+}
+
+/*
+ * Grow a segment's file to at least end bytes where the file system has no
+ * fallocate(): by writing zeros, but only past the file's current end, read
+ * under an exclusive flock() of the file that every process growing it this
+ * way takes.  Units are handed out only below the end of the file, and the
+ * end only moves up, so nothing anybody wrote lies past it; a size read
+ * before the lock may be stale, and zeros written from there could destroy
+ * a page that another process has written into the space it added.
+ * Returns 0 or an error number.
+ */
+static int
+pcs_grow_by_writing(PcsSegment *seg, int fd, off_t end)
+{
+	off_t		size;
+	int			ret = 0;
+
+	while (flock(fd, LOCK_EX) != 0)
+	{
+		if (errno != EINTR)
+			return errno;
+	}
+	size = pcs_file_end(seg);
+	if (size < end &&
+		FileZero(seg->vfd, size, end - size, WAIT_EVENT_DATA_FILE_EXTEND) != 0)
+		ret = errno ? errno : ENOSPC;
+	(void) flock(fd, LOCK_UN);
+	return ret;
+}
+
+/* Raise the ERROR of a segment that could not be given storage */
+static void
+pcs_storage_failed(PcsSegment *seg, int error)
+{
+	errno = error;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("could not extend file \"%s\": %m",
+					FilePathName(seg->vfd)),
+			 errhint("Check free disk space.")));
+}
+
+/*
+ * Make sure the file holds units below limit.  The data area grows by a
+ * step of a sixteenth of its size (8 kB to 8 MB), with fallocate(), which
+ * reserves the space (so a later write cannot fail for want of it), never
+ * shrinks a file that a concurrent process grew further, and never touches
+ * bytes that one has already written there (pcs_fallocate()).  Where the
+ * file system has no fallocate(), zeros are written past the end instead,
+ * under a lock (pcs_grow_by_writing()).  Any other failure (a full file
+ * system, a file-size limit, an I/O error) is an ERROR for the caller and
+ * changes nothing that exists; except that a write-back (writeback) that
+ * finds the file system full takes space from the tablespace's reserve and
+ * grows the file by what it needs (pcs_reserve.c).
+ */
+static void
+pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit,
+					bool writeback)
+{
+	off_t		size;
+	uint32		have;
+	uint32		grow;
+
+	if (limit <= seg->capacity)
+		return;
+
+	size = pcs_file_end(seg);
+	have = (uint32) ((size - PCS_DATA_OFFSET) >> seg->shift);
+	if (limit > have)
+	{
+		int			fd;
+		int			ret;
+
+		grow = Min(Max(have / 16, PCS_MIN_GROWTH >> seg->shift),
+				   PCS_MAX_GROWTH >> seg->shift);
+		grow = Max(grow, limit - have);
+		/* the size read above may be stale by the time the file grows */
+		PGSTRATA_INJECTION_POINT("pcs-grow-before-allocate");
+		(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
+		fd = FileGetRawDesc(seg->vfd);
+		for (;;)
+		{
+			ret = pcs_fallocate(fd, pcs_unit_offset(have, seg->shift),
+								(off_t) grow << seg->shift);
+			if (ret == EOPNOTSUPP || ret == EINVAL)
+				ret = pcs_grow_by_writing(seg, fd,
+										  pcs_unit_offset(have + grow, seg->shift));
+			if ((ret != ENOSPC && ret != EDQUOT) || !writeback)
+				break;
+			/* a full disk: only what this write needs, from the reserve */
+			grow = limit - have;
+			if (!pcs_reserve_release(reln->smgr_rlocator.locator.spcOid,
+									 (off_t) grow << seg->shift))
+				break;
+		}
+		if (ret != 0)
+			pcs_storage_failed(seg, ret);
+
+		/*
+		 * No fsync: the new size reaches disk with the checkpoint's fsync of
+		 * the segment, and until then a crash is survived because a new
+		 * generation starts above every unit the map on disk points to
+		 * (pcs_map_high_water()), not merely above the file's end.
+		 */
+		have += grow;
+	}
+	seg->capacity = have;
+	Assert(seg->capacity >= limit);
+}
+
+/*
+ * Make sure the chunk of the map holding the entry of segblock has storage
+ * before an entry is stored into it through the mapping.  The map is
+ * sparse; the first store into a part that is a hole makes the file system
+ * allocate it, and on a full file system that store cannot fail, so the
+ * kernel kills the process with SIGBUS, and the postmaster every session
+ * with it.  Allocated here first, before the write allocates units or
+ * writes anything, a full file system is an ERROR for the write instead.
+ * Each process remembers the chunks it has seen allocated; nothing ever
+ * takes storage away from a map chunk.
+ *
+ * Where the file system has no fallocate(), nothing is done: other
+ * processes store into the chunk without a lock, so writing zeros there is
+ * not safe, and a full file system remains fatal to such a store.  A
+ * write-back (writeback) of a block that was zero-extended into a chunk
+ * that is still a hole may take the chunk's space from the tablespace's
+ * reserve (pcs_reserve.c).
+ */
+void
+pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg, BlockNumber segblock,
+					bool writeback)
+{
+	int			chunk = PCS_MAP_CHUNK_OF(segblock);
+	uint64		bit = UINT64CONST(1) << (chunk % 64);
+	int			ret;
+
+	Assert(segblock < RELSEG_SIZE && chunk < PCS_MAP_CHUNKS);
+	if (likely(seg->map_ready[chunk / 64] & bit))
+		return;
+	/* the header block has storage from the segment's creation on */
+	if (segblock < pcs_header_entries(seg->header))
+		return;
+	PGSTRATA_INJECTION_POINT("pcs-map-chunk-allocate");
+	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
+	do
+	{
+		ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
+							PCS_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK,
+							PCS_MAP_CHUNK);
+	} while ((ret == ENOSPC || ret == EDQUOT) && writeback &&
+			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid,
+								 PCS_MAP_CHUNK));
+	if (ret != 0 && ret != EOPNOTSUPP && ret != EINVAL)
+		pcs_storage_failed(seg, ret);
+	seg->map_ready[chunk / 64] |= bit;
+}
+
+/*
+ * May the entries of a chunk of the map be read through the mapping?  Not
+ * if the chunk is a hole.  Reading a hole through a shared mapping costs
+ * nothing on most file systems, but tmpfs allocates a page for it, so on a
+ * full tmpfs the read itself raises SIGBUS; and the map of zero-extended
+ * blocks is left a hole (pcs_seg_clear()).  A chunk not yet known to have
+ * storage is looked at with SEEK_DATA, once per process if it has some.  An
+ * entry is stored only after its chunk has storage (pcs_map_chunk_ready()),
+ * so a chunk that is a hole holds only empty entries; a reader that races
+ * with the first store into a chunk sees an entry that was empty a moment
+ * ago, as it could through the mapping.
+ */
+bool
+pcs_map_chunk_readable(PcsSegment *seg, int chunk)
+{
+	uint64		bit = UINT64CONST(1) << (chunk % 64);
+
+	Assert(chunk >= 0 && chunk < PCS_MAP_CHUNKS);
+	if (likely(seg->map_ready[chunk / 64] & bit))
+		return true;
+#if defined(SEEK_DATA)
+	{
+		off_t		start = PCS_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK;
+		off_t		data;
+
+		(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
+		data = lseek(FileGetRawDesc(seg->vfd), start, SEEK_DATA);
+		if ((data < 0 && errno == ENXIO) ||
+			(data >= 0 && data >= start + PCS_MAP_CHUNK))
+			return false;
+	}
+#endif
+	/* data there (or SEEK_DATA not supported here): it has storage */
+	seg->map_ready[chunk / 64] |= bit;
+	return true;
+}
+
+/*
+ * The first block at or after b, below to, whose chunk of the map is not a
+ * hole (or to): loops over ranges of entries skip holes with it, one
+ * lseek() per chunk rather than per entry.
+ */
+static BlockNumber
+pcs_map_skip_holes(PcsSegment *seg, BlockNumber b, BlockNumber to)
+{
+	while (b < to && !pcs_entry_readable(seg, b))
+		b = (b / PCS_MAP_CHUNK_ENTRIES + 1) * PCS_MAP_CHUNK_ENTRIES;
+	return Min(b, to);
+}
+
+/*
+ * Account for the entry of block b in pcs_map_high_water(): raise *high to
+ * the end of its units if it is sound, and with used not NULL, add its
+ * units there if b is below nblocks.
+ */
+static void
+pcs_high_water_entry(PcsSegment *seg, BlockNumber b, BlockNumber nblocks,
+					 uint32 *high, PcsUnitRun *used, int *nused,
+					 bool *all_sound)
+{
+	PcsMapEntry entry = *pcs_seg_entry(seg, b);
+	PcsProblem	problem = PCS_SOUND;
+
+	if (pcs_entry_is_empty(&entry))
+		return;
+	/* an in-place write may be replacing the entry: read it again */
+	for (int tries = 0; tries < PCS_ENTRY_READ_TRIES; tries++)
+	{
+		problem = pcs_entry_check(&entry, b, PG_UINT32_MAX, seg->shift);
+		if (problem == PCS_SOUND || used == NULL)
+			break;
+		entry = *pcs_seg_entry(seg, b);
+	}
+	if (problem == PCS_SOUND)
+		*high = Max(*high, entry.first_unit + entry.units);
+	if (used == NULL || b >= nblocks || pcs_entry_is_empty(&entry))
+		return;
+	if (problem != PCS_SOUND)
+		*all_sound = false;
+	else
+	{
+		Assert(*nused < nblocks + PCS_MAX_DICTIONARIES);
+		used[*nused].first = entry.first_unit;
+		used[(*nused)++].count = entry.units;
+	}
+}
+
+/*
+ * The end of the highest units that a sound entry of the map points to, as
+ * the map is now (after a crash: as it reached disk).  A new generation
+ * starts allocating above it, so that no unit an entry on disk may point to
+ * is handed out again, however old the file's size on disk is.  Only the
+ * parts of the map that hold data are read (SEEK_DATA), so that the holes of
+ * a small segment's map do not fill the page cache with zeros.
+ *
+ * With used not NULL, the units of the sound entries of blocks below the
+ * block count are also returned there (palloc'd, *nused of them), for the
+ * search of free units at the start of a generation (pcs_find_free_runs());
+ * *all_sound is false if an entry below the count failed its check even
+ * when read again, since its units are then unknown.
+ */
+static uint32
+pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
+				   bool *all_sound)
+{
+	int			fd = FileGetRawDesc(seg->vfd);
+	BlockNumber in_header = pcs_header_entries(seg->header);
+	off_t		pos = PCS_MAP_OFFSET + (off_t) in_header * sizeof(PcsMapEntry);
+	off_t		end = PCS_MAP_OFFSET + (off_t) RELSEG_SIZE * sizeof(PcsMapEntry);
+	uint32		high = 0;
+	BlockNumber nblocks = 0;
+
+	if (used != NULL)
+	{
+		nblocks = pcs_seg_nblocks(seg);
+		*used = palloc((nblocks + PCS_MAX_DICTIONARIES) * sizeof(PcsUnitRun));
+		*nused = 0;
+		*all_sound = true;
+	}
+
+	/* a dictionary's units are used for the life of the segment */
+	for (int n = 1; (seg->header->flags & PCS_HEADER_DICTIONARIES) != 0 &&
+		 n <= PCS_MAX_DICTIONARIES; n++)
+	{
+		PcsDictRecord record = seg->header->dictionaries.records[n - 1];
+		uint32		units;
+
+		if (pcs_dict_record_is_unused(&record))
+			continue;
+		if (pcs_dict_record_check(seg->header, seg->segno, n, &record,
+								  seg->shift) != PCS_SOUND)
+		{
+			/* its units are unknown, so nothing can be called free */
+			if (used != NULL)
+				*all_sound = false;
+			continue;
+		}
+		units = pcs_units_for(record.bytes, seg->shift);
+		high = Max(high, record.first_unit + units);
+		if (used != NULL)
+		{
+			(*used)[*nused].first = record.first_unit;
+			(*used)[(*nused)++].count = units;
+		}
+	}
+
+	/* the entries kept in the header, then those of the map */
+	for (BlockNumber b = 0; b < in_header; b++)
+		pcs_high_water_entry(seg, b, nblocks, &high,
+							 used ? *used : NULL, nused, all_sound);
+	while (pos < end)
+	{
+		off_t		data;
+		off_t		hole;
+
+		if (!pcs_next_data_range(fd, pos, end, &data, &hole))
+			break;
+		for (off_t b = Max((data - PCS_MAP_OFFSET) / sizeof(PcsMapEntry),
+						   in_header);
+			 b < (hole - PCS_MAP_OFFSET + sizeof(PcsMapEntry) - 1) / sizeof(PcsMapEntry);
+			 b++)
+			pcs_high_water_entry(seg, (BlockNumber) b, nblocks, &high,
+								 used ? *used : NULL, nused, all_sound);
+		pos = hole;
+	}
+	return high;
+}
+
+/* Order runs of units by their first unit */
+static int
+pcs_unit_run_cmp(const void *a, const void *b)
+{
+	const PcsUnitRun *ra = (const PcsUnitRun *) a;
+	const PcsUnitRun *rb = (const PcsUnitRun *) b;
+
+	return pg_cmp_u32(ra->first, rb->first);
+}
+
+/*
+ * The runs of units below limit that no run of used covers, into out
+ * (palloc'd, *nout of them); false if two used runs overlap (two entries claim the same
+ * units: the map is damaged, and nothing can be called free).
+ */
+static bool
+pcs_find_free_runs(PcsUnitRun *used, int nused, uint32 limit,
+				   PcsUnitRun **out, int *nout)
+{
+	uint32		next = 0;
+
+	qsort(used, nused, sizeof(PcsUnitRun), pcs_unit_run_cmp);
+	*out = palloc((nused + 1) * sizeof(PcsUnitRun));
+	*nout = 0;
+	for (int i = 0; i < nused; i++)
+	{
+		if (used[i].first < next)
+			return false;
+		if (used[i].first > next && next < limit)
+		{
+			(*out)[*nout].first = next;
+			(*out)[(*nout)++].count = Min(used[i].first, limit) - next;
+		}
+		next = used[i].first + used[i].count;
+	}
+	if (next < limit)
+	{
+		(*out)[*nout].first = next;
+		(*out)[(*nout)++].count = limit - next;
+	}
+	return true;
+}
+
+/*
+ * After the compare-and-swap that began a generation in a segment: keep the
+ * units below start that no sound entry uses as free (the map was read
+ * before the swap, and no unit of this generation was handed out or freed
+ * before it: every allocation needs the word, and truncations keep units
+ * only once it is sound), then record that this generation read the map.
+ * The word is recorded even when the map could not be trusted (an entry
+ * failed its check, two overlapped), so that it is read once per
+ * generation; its free units are then garbage until a rewrite.
+ */
+static void
+pcs_publish_free_runs(SMgrRelation reln, PcsSegment *seg, PcsUnitRun *used,
+					  int nused, bool all_sound, uint32 start)
+{
+	PcsUnitRun *runs = NULL;
+	int			nruns = 0;
+
+	Assert(seg->header->version != PCS_FORMAT_VERSION_2);
+	if (all_sound && pcs_find_free_runs(used, nused, start, &runs, &nruns))
+	{
+		PcsFreeKey	key;
+
+		pcs_free_key(reln, seg->forknum, seg->segno, &key);
+		pcs_free_publish(&key, seg->shift, runs, nruns);
+	}
+	if (runs != NULL)
+		pfree(runs);
+	pg_atomic_write_u64(&seg->header->alloc.second,
+						pcs_generation_word(seg->header, seg->segno,
+											pcs_current_generation()));
+}
+
+/*
+ * Hand out fresh units in a segment; writeback says that they are for a
+ * block written back, not extended, which may use the tablespace's reserve
+ * (pcs_ensure_capacity()).
+ *
+ * The allocation word holds the next free unit, checked against this server
+ * generation (pcs_alloc_decode()).  A word that fails the check was written
+ * by an earlier generation, or is damaged: on disk, in the page cache, or in
+ * memory while the server runs.  There is no telling them apart, and there
+ * is no need to: in both cases the next free unit is recomputed as the
+ * larger of the file's end and the high water of the map, and that is above
+ * every unit anybody may be using.
+ *
+ * - Units of earlier generations: README.pcs ("Allocation"); the map on
+ *   disk covers those whose growth of the file a crash lost.
+ * - Units of this generation: each is handed out only after the file has
+ *   been grown past it (pcs_ensure_capacity() runs before the
+ *   compare-and-swap below, not after it), and a running server never
+ *   shortens a segment file, so the file's end is above all of them.
+ *
+ * So a damaged word costs at most one preallocation step of space, never a
+ * unit handed out twice, and it mends itself at the next allocation: no
+ * error is raised for it.  What must not happen is using a damaged word, in
+ * particular one whose next free unit was lowered; every reader therefore
+ * checks it (here and in pcs_unit_limit()).
+ */
+uint32
+pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units, bool writeback)
+{
+	uint32		gen = pcs_current_generation();
+	pg_atomic_uint64 *word = pcs_header_alloc(seg->header);
+	uint64		old = pg_atomic_read_u64(word);
+	uint32		first;
+	PcsUnitRun *used = NULL;
+	int			nused = 0;
+	bool		all_sound = false;
+	bool		find_free = false;
+
+	for (;;)
+	{
+		bool		recomputed = false;
+
+		if (!pcs_alloc_decode(seg->header, seg->segno, gen, old, &first))
+		{
+			off_t		size = pcs_file_end(seg);
+			uint32		seen_gen;
+
+			/*
+			 * At a new generation's first allocation the map is read for free
+			 * units as well (format 3 knows which generation read it last); a
+			 * word damaged in a running server is only recomputed.
+			 */
+			if (used != NULL)
+				pfree(used);
+			used = NULL;
+			find_free = seg->header->version != PCS_FORMAT_VERSION_2 &&
+				!(pcs_generation_decode(seg->header, seg->segno,
+										pg_atomic_read_u64(&seg->header->alloc.second),
+										&seen_gen) && seen_gen == gen);
+			first = (uint32) ((size - PCS_DATA_OFFSET + (1 << seg->shift) - 1) >> seg->shift);
+			first = Max(first, pcs_map_high_water(seg,
+												  find_free ? &used : NULL,
+												  &nused, &all_sound));
+			recomputed = true;
+		}
+		if ((uint64) first + units > PG_UINT32_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("compressed segment file \"%s\" is full",
+							FilePathName(seg->vfd)),
+					 errhint("Rewrite the relation with VACUUM FULL to reclaim its unused space.")));
+		/* the file holds the units before anybody can be given them */
+		pcs_ensure_capacity(reln, seg, first + units, writeback);
+		if (pg_atomic_compare_exchange_u64(word, &old,
+										   pcs_alloc_word(seg->header, seg->segno,
+														  gen, first + units)))
+		{
+			if (recomputed && find_free)
+				pcs_publish_free_runs(reln, seg, used, nused, all_sound,
+									  first);
+			break;
+		}
+	}
+	if (used != NULL)
+		pfree(used);
+	/* the file holds every unit handed out (README.pcs, "Allocation") */
+	Assert((uint64) first + units <= seg->capacity);
+	return first;
+}
+
+/*
+ * The first unit not yet handed out in a segment, for entry checks.  Before
+ * this generation's first allocation in the segment, or with a damaged
+ * allocation word, the file's end bounds every unit handed out
+ * (pcs_allocate()); it is read again whenever the word has changed since it
+ * was last read, so that a word damaged while the server runs does not make
+ * this process judge sound entries by an old, smaller file.
+ */
+uint32
+pcs_unit_limit(PcsSegment *seg)
+{
+	uint64		word = pg_atomic_read_u64(pcs_header_alloc(seg->header));
+	uint32		next;
+
+	if (pcs_alloc_decode(seg->header, seg->segno, pcs_current_generation(),
+						 word, &next))
+		return next;
+	if (word != seg->alloc_seen)
+	{
+		off_t		size = pcs_file_end(seg);
+
+		seg->capacity = Max(seg->capacity,
+							(uint32) ((size - PCS_DATA_OFFSET) >> seg->shift));
+		seg->alloc_seen = word;
+	}
+	return seg->capacity;
+}
+
+/*
+ * The block count of a segment that has no sound copy of its count left:
+ * one past the highest block whose entry is sound and not empty.  Blocks
+ * after it that were only zero-extended read as zeros either way.  Entries
+ * past a lowered count are cleared right after it is lowered, and a
+ * truncation that a crash interrupted is repeated by redo.
+ */
+static BlockNumber
+pcs_nblocks_from_map(PcsSegment *seg)
+{
+	uint32		limit = pcs_unit_limit(seg);
+
+	for (BlockNumber b = RELSEG_SIZE; b > 0; b--)
+	{
+		PcsMapEntry entry;
+
+		if (!pcs_entry_readable(seg, b - 1))
+		{
+			/*
+			 * the whole chunk is a hole: go on below it, or below the part of
+			 * it whose entries the header holds
+			 */
+			b = Max((b - 1) / PCS_MAP_CHUNK_ENTRIES * PCS_MAP_CHUNK_ENTRIES,
+					pcs_header_entries(seg->header)) + 1;
+			continue;
+		}
+		entry = *pcs_seg_entry(seg, b - 1);
+		if (!pcs_entry_is_empty(&entry) &&
+			pcs_entry_check(&entry, b - 1, limit, seg->shift) == PCS_SOUND)
+			return b;
+	}
+	return 0;
+}
+
+/*
+ * Set every copy of a segment's block count to n: a truncation, which holds
+ * the relation's AccessExclusiveLock, so no extension runs meanwhile
+ */
+void
+pcs_seg_store_nblocks(PcsSegment *seg, BlockNumber n)
+{
+	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
+		pg_atomic_write_u64(pcs_header_nblocks(seg->header, copy),
+							pcs_nblocks_word(seg->header, seg->segno, copy, n));
+}
+
+/*
+ * Replace the damaged copies of a segment's block count by n.  Each is
+ * replaced only if it still holds the damaged word (a compare-and-swap), so
+ * that a concurrent raise of the count is never undone.
+ */
+static void
+pcs_seg_repair_nblocks(PcsSegment *seg, BlockNumber n)
+{
+	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
+	{
+		pg_atomic_uint64 *word = pcs_header_nblocks(seg->header, copy);
+		uint64		old = pg_atomic_read_u64(word);
+		BlockNumber cur;
+
+		if (pcs_nblocks_decode(seg->header, seg->segno, copy, old,
+							   &cur) != PCS_SOUND)
+			(void) pg_atomic_compare_exchange_u64(word, &old,
+												  pcs_nblocks_word(seg->header,
+																   seg->segno,
+																   copy, n));
+	}
+}
+
+/*
+ * Blocks of a segment.  Version 3 keeps the count twice, in two sectors
+ * (pcs_nblocks_read() takes the larger sound copy), so one damaged copy is
+ * rewritten from the other with a WARNING, and the segment goes on working:
+ * a damaged count used to stop every checkpoint, shutdown and restart.
+ * When no copy is sound (or the one copy of a version 2 segment is not),
+ * the count is recovered from the map (pcs_nblocks_from_map()), also with a
+ * WARNING; that never makes a block that holds data disappear.
+ */
+BlockNumber
+pcs_seg_nblocks(PcsSegment *seg)
+{
+	BlockNumber n = 0;
+	int			sound;
+	PcsProblem	problem;
+
+	problem = pcs_nblocks_read(seg->header, seg->segno, &n, &sound);
+	if (likely(sound == pcs_header_nblocks_copies(seg->header)))
+		return n;
+
+	if (problem != PCS_SOUND)
+		n = pcs_nblocks_from_map(seg);
+	ereport(WARNING,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("invalid block count in compressed segment file \"%s\", replaced by %u",
+					FilePathName(seg->vfd), n),
+			 problem == PCS_SOUND ?
+			 errdetail("One of the two copies of the block count was damaged; the other one was sound.") :
+			 errdetail("%s  The count was recovered from the blocks that have storage.",
+					   _(pcs_problem_message(problem)))));
+	pcs_seg_repair_nblocks(seg, n);
+	return n;
+}
+
+/*
+ * Raise a segment's block count to at least n: copy 0 first, then copy 1,
+ * each with a compare-and-swap so that of two concurrent raises the larger
+ * stays in both.
+ */
+void
+pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
+{
+	Assert(n <= RELSEG_SIZE);
+
+	(void) pcs_seg_nblocks(seg);	/* every copy is sound from here on */
+	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
+	{
+		pg_atomic_uint64 *word = pcs_header_nblocks(seg->header, copy);
+		uint64		old = pg_atomic_read_u64(word);
+
+		for (;;)
+		{
+			BlockNumber cur;
+
+			if (pcs_nblocks_decode(seg->header, seg->segno, copy, old,
+								   &cur) == PCS_SOUND && cur >= n)
+				break;
+			if (pg_atomic_compare_exchange_u64(word, &old,
+											   pcs_nblocks_word(seg->header,
+																seg->segno,
+																copy, n)))
+				break;
+		}
+	}
+}
+
+/*
+ * Clear the entries of blocks [from, to) of a segment: they read as zeros.
+ *
+ * Only entries that are not empty already are written.  The map is sparse:
+ * storing zeros into a map page that is a hole would make the file system
+ * allocate it for nothing (and, on a full file system, raise SIGBUS), and
+ * zero-extension clears every entry it covers.  Nor are holes read
+ * (pcs_map_skip_holes()).
+ */
+void
+pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
+{
+	Assert(from <= to && to <= RELSEG_SIZE);
+	for (BlockNumber b = pcs_map_skip_holes(seg, from, to); b < to;
+		 b = pcs_map_skip_holes(seg, b + 1, to))
+	{
+		PcsMapEntry *slot = pcs_seg_entry(seg, b);
+
+		if (!pcs_entry_is_empty(slot))
+			memset(slot, 0, sizeof(PcsMapEntry));
+	}
+}
+
+/*
+ * Clear the entries of blocks [from, to) of a segment that a truncation cut
+ * off, give the whole pages of the units of the sound ones back to the file
+ * system and keep the units for reuse (pcs_free_pool.c), in runs of
+ * adjacent units, each once every entry pointing into it is cleared.  Runs in a critical section (RelationTruncate()): nothing here
+ * allocates memory or raises an ERROR.
+ *
+ * Units are kept only while the allocation word is sound for this server
+ * generation: before the first allocation of a generation, the map has not
+ * been read for free units yet, and that reading will find these
+ * (pcs_allocate()); keeping them as well would keep them twice.
+ */
+void
+pcs_seg_truncate_entries(SMgrRelation reln, ForkNumber forknum,
+						 PcsSegment *seg, BlockNumber from, BlockNumber to)
+{
+	PcsFreeKey	key;
+	uint32		limit;
+	bool		keep_free;
+	uint32		run_first = 0;
+	uint32		run_count = 0;
+
+	Assert(from <= to && to <= RELSEG_SIZE);
+	pcs_free_key(reln, forknum, seg->segno, &key);
+	keep_free = pcs_alloc_decode(seg->header, seg->segno,
+								 pcs_current_generation(),
+								 pg_atomic_read_u64(pcs_header_alloc(seg->header)),
+								 &limit);
+	for (BlockNumber b = pcs_map_skip_holes(seg, from, to); b < to;
+		 b = pcs_map_skip_holes(seg, b + 1, to))
+	{
+		PcsMapEntry *slot = pcs_seg_entry(seg, b);
+		PcsMapEntry entry = *slot;
+
+		if (pcs_entry_is_empty(&entry))
+			continue;
+		memset(slot, 0, sizeof(PcsMapEntry));
+		if (!keep_free ||
+			pcs_entry_check(&entry, b, limit, seg->shift) != PCS_SOUND)
+			continue;
+		if (run_count > 0 && run_first + run_count == entry.first_unit)
+		{
+			run_count += entry.units;
+			continue;
+		}
+		if (run_count > 0)
+			pcs_free_units(&key, seg->shift, run_first, run_count,
+						   SmgrIsTemp(reln), true, seg->vfd);
+		run_first = entry.first_unit;
+		run_count = entry.units;
+	}
+	if (run_count > 0)
+		pcs_free_units(&key, seg->shift, run_first, run_count,
+					   SmgrIsTemp(reln), true, seg->vfd);
+}
+
+/*
+ * Make every segment before segno full, before a block of segment segno is
+ * added.  An extension may skip over the rest of a segment: hash indexes
+ * allocate the blocks of a new split point by writing its last one, which
+ * can lie in a later segment.  A fork's size is the sum of its segments up to
+ * the first that is not full, so a short segment before the new block would
+ * hide it, and every block after it; md.c pads such segments to
+ * RELSEG_SIZE in _mdfd_getseg(EXTENSION_CREATE), and so does this, with
+ * blocks that have no storage and read as zeros.
+ */
+void
+pcs_fill_segments_before(SMgrRelation reln, ForkNumber forknum,
+						 BlockNumber segno, bool skipFsync)
+{
+	PcsSegment *prev;
+
+	if (segno == 0)
+		return;
+	/* the usual case: each segment was filled before the next one began */
+	prev = pcs_getseg(reln, forknum, segno - 1, false);
+	if (prev != NULL && pcs_seg_nblocks(prev) == RELSEG_SIZE)
+		return;
+
+	for (BlockNumber s = 0; s < segno; s++)
+	{
+		PcsSegment *seg = pcs_getseg(reln, forknum, s, true);
+		BlockNumber cur = pcs_seg_nblocks(seg);
+
+		Assert(cur <= RELSEG_SIZE);
+		if (cur == RELSEG_SIZE)
+			continue;
+		/* entries past the old end mean nothing: clear them first */
+		pcs_seg_clear(seg, cur, RELSEG_SIZE);
+		pcs_seg_raise_nblocks(seg, RELSEG_SIZE);
+		if (!skipFsync)
+			pcs_register_dirty(reln, forknum, s, seg);
+	}
+}
+
+/*
+ * pcs_sync_fork: make every segment of a compressed fork durable, now
+ * (immediate) or at the next checkpoint
+ */
+void
+pcs_sync_fork(SMgrRelation reln, ForkNumber forknum, bool immediate)
+{
+	PGSTRATA_INJECTION_POINT("pcs-rewrite-sync");
+	for (BlockNumber segno = 0;; segno++)
+	{
+		PcsSegment *seg = pcs_getseg(reln, forknum, segno, false);
+
+		if (seg == NULL)
+			break;
+		if (!immediate)
+			pcs_register_dirty(reln, forknum, segno, seg);
+		else
+			pcs_sync_now(reln, forknum, seg,
+						 WAIT_EVENT_DATA_FILE_IMMEDIATE_SYNC);
+	}
+}
