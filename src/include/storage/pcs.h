@@ -64,8 +64,6 @@ extern void pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln,
 extern int	pcs_fd(SMgrRelation reln, ForkNumber forknum,
 				   BlockNumber blocknum, uint32 *off);
 extern PGDLLIMPORT const PgAioHandleCallbacks aio_pcs_readv_cb;
-extern Size pcs_aio_shmem_size(void);
-extern void pcs_aio_shmem_init(void);
 #endif
 
 /*
@@ -124,11 +122,12 @@ extern void pcs_remove_tablespace_marker(const char *versiondir, bool redo);
 extern void pcs_check_alter_tablespace(const char *name, List *options);
 extern bool pcs_compressed_tablespaces_exist(void);
 
+/* the shared memory of compressed storage, for ipci.c (pcs_shmem.c) */
+extern Size pcs_shmem_size(void);
+extern void pcs_shmem_init(void);
+
 /* what protects compressed pages while they may exist (pcs_tablespace.c) */
-extern Size pcs_cluster_shmem_size(void);
-extern void pcs_cluster_shmem_init(void);
-extern bool pcs_hint_bits_needed(void);
-extern bool pcs_compressed_storage_possible(void);
+extern bool pcs_compressed_forks_may_exist(void);
 extern bool pcs_tablespace_is_compressed(Oid spcOid);
 extern void pcs_note_compressed_storage(void);
 extern void pcs_enforce_startup_settings(void);

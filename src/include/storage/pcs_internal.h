@@ -8,8 +8,10 @@
  * header, map and allocation (pcs_segment.c); its dictionaries
  * (pcs_dict.c); the per-fork format, block I/O and the smgr callbacks
  * (pcs.c); PostgreSQL 18's asynchronous reads (pcs_aio.c).  A file calls
- * only into the layers below it.  Nothing outside those files includes
- * this header: storage/pcs.h is the public face.
+ * only into the layers below it.  pcs_shmem.c, which sets up the shared
+ * memory of all of them, and pcs_tablespace.c, which owns one part of it,
+ * include it too; nothing outside src/backend/storage/smgr/ does:
+ * storage/pcs.h is the public face.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -130,6 +132,16 @@ extern void pcs_seg_sample(SMgrRelation reln, ForkNumber forknum,
 extern int pcs_fork_format(SMgrRelation reln, ForkNumber forknum);
 extern void pcs_invalid_page(char *buffer);
 extern int pcs_problem_errcode(PcsProblem problem);
+
+/* the in-use flag in shared memory (pcs_tablespace.c) */
+extern Size pcs_in_use_shmem_size(void);
+extern void pcs_in_use_shmem_init(void);
+
+#if PG_VERSION_NUM >= 180000
+/* the shared state of asynchronous reads (pcs_aio.c, built by 18 only) */
+extern Size pcs_aio_shmem_size(void);
+extern void pcs_aio_shmem_init(void);
+#endif
 
 /* Is this fork compressed? md forks answer after one cached lookup. */
 static inline bool

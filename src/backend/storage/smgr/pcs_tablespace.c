@@ -38,7 +38,7 @@
 #include "pgtime.h"
 #include "storage/fd.h"
 #include "storage/pcs.h"
-#include "storage/pcs_free_pool.h"
+#include "storage/pcs_internal.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -496,24 +496,19 @@ pcs_in_use_file_exists(void)
 	return stat(PCS_IN_USE_FILE, &st) == 0 || errno != ENOENT;
 }
 
-/* Size of the shared state of compressed storage */
+/* Size of the in-use flag in shared memory (pcs_shmem.c) */
 Size
-pcs_cluster_shmem_size(void)
+pcs_in_use_shmem_size(void)
 {
-	Size		size = add_size(sizeof(PcsClusterState), pcs_free_shmem_size());
-
-#if PG_VERSION_NUM >= 180000
-	size = add_size(size, pcs_aio_shmem_size());
-#endif
-	return size;
+	return sizeof(PcsClusterState);
 }
 
 /*
- * Set up the shared state from the data directory.  The postmaster makes
- * it (again after a crash), before any process may set a hint bit.
+ * Set up the in-use flag from the data directory.  The postmaster makes it
+ * (again after a crash), before any process may set a hint bit.
  */
 void
-pcs_cluster_shmem_init(void)
+pcs_in_use_shmem_init(void)
 {
 	bool		found;
 
@@ -521,30 +516,17 @@ pcs_cluster_shmem_init(void)
 								 sizeof(PcsClusterState), &found);
 	if (!found)
 		PcsCluster->in_use = pcs_in_use_file_exists();
-	pcs_free_shmem_init();
-#if PG_VERSION_NUM >= 180000
-	pcs_aio_shmem_init();
-#endif
 }
 
 /*
- * May this cluster hold compressed forks?  Asked by XLogHintBitIsNeeded()
- * once data checksums and wal_log_hints have said no, so it must be cheap:
- * a read of shared memory.  Before shared memory exists (the postmaster's
- * start) it says no; pcs_enforce_startup_settings() covers that time.
+ * May this cluster hold compressed forks?  XLogHintBitIsNeeded() asks it
+ * once data checksums and wal_log_hints have said no, and the background
+ * writer before each pass, so the usual answer is a read of shared memory.
+ * Before shared memory exists (the postmaster's start, single-user mode)
+ * the file in the data directory answers.
  */
 bool
-pcs_hint_bits_needed(void)
-{
-	return PcsCluster != NULL && PcsCluster->in_use;
-}
-
-/*
- * May this cluster hold compressed forks?  The slower question, for those
- * that may run before shared memory exists.
- */
-bool
-pcs_compressed_storage_possible(void)
+pcs_compressed_forks_may_exist(void)
 {
 	if (PcsCluster != NULL)
 		return PcsCluster->in_use;
@@ -574,7 +556,7 @@ pcs_note_compressed_storage(void)
 	static const char text[] =
 		"This cluster may hold compressed relation forks (pgstrata).\n";
 
-	if (pcs_hint_bits_needed())
+	if (pcs_compressed_forks_may_exist())
 		return;
 
 	pcs_write_durable_file(PCS_IN_USE_FILE, ".", text);
@@ -605,7 +587,12 @@ pcs_enforce_startup_settings(void)
 	if (!pcs_in_use_file_exists() && pcs_compressed_tablespaces_exist())
 		pcs_note_compressed_storage();
 
-	if (XLogHintBitIsNeeded() || !pcs_compressed_storage_possible())
+	/*
+	 * Not XLogHintBitIsNeeded(), which says yes whenever compressed forks
+	 * may exist: the question is whether the settings alone log hint bits.
+	 */
+	if (DataChecksumsEnabled() || wal_log_hints ||
+		!pcs_compressed_forks_may_exist())
 		return;
 
 	ereport(WARNING,
@@ -624,7 +611,7 @@ pcs_enforce_startup_settings(void)
 bool
 pcs_full_page_writes(bool configured)
 {
-	if (configured || !pcs_compressed_storage_possible())
+	if (configured || !pcs_compressed_forks_may_exist())
 		return configured;
 
 	ereport(WARNING,
