@@ -19,7 +19,9 @@
 #                        recovery suites with every relation stored compressed
 #   make tree            the patched source as a git tree (build/postgresql)
 #   make refresh         write the tree's commits back into patches/ and src/
-#   make check-patches   fail unless patches/ and src/ reproduce the tree
+#   make check-patches   fail unless patches/ and src/ reproduce the trees
+#                        of both series (each is made first if need be),
+#                        or a patch breaks the series' naming rules
 #   make clean           remove the build, keep the tree; distclean: all of build/
 #
 # Everything is built under build/ and installed into build/install.
@@ -160,7 +162,10 @@ check-quick: install
 endif
 
 check-patches: deps
-	@$(TOOLS)/tree.sh check
+	@PGSTRATA_PG=17 $(TOOLS)/tree.sh update
+	@PGSTRATA_PG=17 $(TOOLS)/tree.sh check
+	@PGSTRATA_PG=18 $(TOOLS)/tree.sh update
+	@PGSTRATA_PG=18 $(TOOLS)/tree.sh check
 
 check-upstream: install
 	@$(TOP)/test/upstream/run-upstream.sh

@@ -15,10 +15,12 @@ PGSTRATA_PG=${PGSTRATA_PG:-17}
 case "$PGSTRATA_PG" in
 	17)
 		PATCH_DIR_REL=patches
+		OTHER_PATCH_DIR_REL=patches/18
 		DEFAULT_BUILD_DIR=$TOP/build
 		;;
 	18)
 		PATCH_DIR_REL=patches/18
+		OTHER_PATCH_DIR_REL=patches
 		DEFAULT_BUILD_DIR=$TOP/build/18
 		;;
 	*)
@@ -27,6 +29,8 @@ case "$PGSTRATA_PG" in
 		;;
 esac
 PATCH_DIR=$TOP/$PATCH_DIR_REL
+# The other series: a change has one number in both (patch_name).
+OTHER_PATCH_DIR=$TOP/$OTHER_PATCH_DIR_REL
 
 # The pinned release: "NAME = value" lines, shared with the Makefile.
 while IFS='=' read -r key value; do
@@ -61,6 +65,10 @@ export GIT_COMMITTER_NAME="pgstrata build"
 export GIT_COMMITTER_EMAIL="build@pgstrata.invalid"
 FIXED_DATE="2000-01-01T00:00:00Z"
 
+# The author of every patch of both series: the project, not a person or a
+# tool (tree.sh check refuses any other).
+PATCH_AUTHOR="pgstrata developers <hackers@pgstrata.invalid>"
+
 # die MESSAGE: print one line on stderr and stop.
 die()
 {
@@ -84,6 +92,26 @@ tree_git()
 series_patches()
 {
 	grep -v '^\s*\(#\|$\)' "$PATCH_DIR/series" || true
+}
+
+# patch_subject FILE: the subject of a format-patch file, unfolded, without
+# its "[PATCH]" tag.
+patch_subject()
+{
+	awk '/^Subject: / {
+			s = $0; sub(/^Subject: (\[PATCH[^]]*\] )?/, "", s)
+			while ((getline line) > 0 && line ~ /^[ \t]/)
+				s = s line
+			print s; exit
+		}' "$1"
+}
+
+# patch_number FILE: the number a patch file's name begins with, as a number.
+patch_number()
+{
+	local n
+	n=$(basename "$1" | sed -n 's/^\([0-9]\{4\}\)-.*/\1/p')
+	[ -n "$n" ] && echo $((10#$n))
 }
 
 # new_files: the project's new core files (src/, contrib/), one per line.

@@ -144,9 +144,69 @@ cmd_update()
 	note "$TREE is at $(tree_git describe --always --tags) ($(series_patches | wc -l) patches)"
 }
 
+# patch_names DIR: for each patch format-patch wrote into DIR (in order),
+# "generated=name": the name it keeps.  A change keeps its number for
+# life, and has the same number in both series: a patch whose subject a
+# file of this series has (or else, of the other series) takes that file's
+# number; a new one takes the next number unused in both series.  Gaps in
+# a series are the changes only the other one has.  The rest of the name
+# is format-patch's, made from the subject.
+patch_names()
+{
+	local dir=$1 f g subj n max=0 used=" " name
+	declare -A by_subject=()
+
+	for f in "$OTHER_PATCH_DIR"/*.patch "$PATCH_DIR"/*.patch; do
+		[ -f "$f" ] || continue
+		n=$(patch_number "$f")
+		[ -n "$n" ] || continue
+		by_subject[$(patch_subject "$f")]=$n
+		[ "$n" -le "$max" ] || max=$n
+	done
+	for g in "$dir"/*.patch; do
+		[ -f "$g" ] || continue
+		subj=$(patch_subject "$g")
+		n=${by_subject[$subj]:-}
+		case "$used" in *" $n "*) n= ;; esac
+		if [ -z "$n" ]; then
+			max=$((max + 1))
+			n=$max
+		fi
+		used="$used$n "
+		name=$(printf '%04d-%s' "$n" "$(basename "$g" | sed 's/^[0-9]*-//')")
+		echo "$(basename "$g")=$name"
+	done
+}
+
+# check_series: the rules the names and authors of a series keep: every
+# patch by PATCH_AUTHOR, numbers rising in series order, and a subject
+# that both series have under one number.
+check_series()
+{
+	local p n prev=0 subj other f
+	for p in $(series_patches); do
+		f=$PATCH_DIR/$p
+		grep -qxF "From: $PATCH_AUTHOR" "$f" ||
+			die "$PATCH_DIR_REL/$p: the author is not \"$PATCH_AUTHOR\" ($(grep -m1 '^From: ' "$f"))"
+		n=$(patch_number "$f")
+		[ -n "$n" ] || die "$PATCH_DIR_REL/$p: the name does not begin with a four-digit number"
+		[ "$n" -gt "$prev" ] ||
+			die "$PATCH_DIR_REL/$p: numbers must rise in series order (after $(printf %04d "$prev"))"
+		prev=$n
+		subj=$(patch_subject "$f")
+		for other in "$OTHER_PATCH_DIR"/*.patch; do
+			[ -f "$other" ] || continue
+			if [ "$(patch_subject "$other")" = "$subj" ] &&
+				[ "$(patch_number "$other")" != "$n" ]; then
+				die "$PATCH_DIR_REL/$p and $OTHER_PATCH_DIR_REL/$(basename "$other"): one change, two numbers"
+			fi
+		done
+	done
+}
+
 cmd_refresh()
 {
-	local added paths p
+	local added paths p out names
 
 	[ -d "$TREE/.git" ] || die "no tree at $TREE: run 'make tree' first"
 	[ -z "$(tree_git status --porcelain)" ] ||
@@ -163,17 +223,25 @@ cmd_refresh()
 		tree_git archive HEAD -- $added | tar xf - -C "$TOP"
 	fi
 
-	# ... every other change becomes one patch per commit.
+	# ... every other change becomes one patch per commit, under the name
+	# it had (patch_names).
 	paths=$(tree_git diff --name-only --no-renames upstream HEAD |
 		grep -vxF -f <(printf '%s\n' "$added") || true)
+	out=$(mktemp -d)
+	if [ -n "$paths" ]; then
+		tree_git format-patch --zero-commit --no-signature --no-numbered \
+			-o "$out" upstream..HEAD -- $paths >/dev/null
+	fi
+	names=$(patch_names "$out")
 	rm -f "$PATCH_DIR"/*.patch
 	{
 		echo "# The patch series, applied in this order with git am (see README.md)."
-		if [ -n "$paths" ]; then
-			tree_git format-patch --zero-commit --no-signature --no-numbered \
-				-o "$PATCH_DIR" upstream..HEAD -- $paths | xargs -n1 basename
-		fi
+		for p in $names; do
+			mv "$out/${p%%=*}" "$PATCH_DIR/${p#*=}"
+			echo "${p#*=}"
+		done
 	} >"$PATCH_DIR/series"
+	rmdir "$out"
 
 	# What was written must give back the tree exactly.
 	p=$(produce)
@@ -181,6 +249,7 @@ cmd_refresh()
 		die "refresh wrote patches that do not reproduce $TREE (a commit that mixes new files with a change elsewhere under src/?)"
 	tree_git checkout -q --detach "$p"
 	record "$p"
+	"$TOP/patches/tools/catalogue.sh" update
 	note "wrote $(series_patches | wc -l) patches and $(echo "$added" | grep -c . || true) new files"
 }
 
@@ -188,6 +257,7 @@ cmd_check()
 {
 	local p want have
 	[ -d "$TREE/.git" ] || die "no tree at $TREE: run 'make' first"
+	check_series
 	p=$(produce)
 	want=$(tree_git rev-parse "$p^{tree}")
 	have=$(worktree_tree)
@@ -196,6 +266,7 @@ cmd_check()
 		die "patches/, src/ and contrib/ do not reproduce $TREE (above: what the tree has that they lack); run 'make refresh' to export the tree, or 'make tree-reset' to discard its edits"
 	fi
 	echo "patches/, src/ and contrib/ reproduce $TREE ($(series_patches | wc -l) patches)"
+	"$TOP/patches/tools/catalogue.sh" check
 }
 
 cmd_reset()

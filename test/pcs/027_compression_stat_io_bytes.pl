@@ -4,7 +4,7 @@
 # What pg_stat_io's byte columns (PostgreSQL 18: read_bytes, write_bytes,
 # extend_bytes) report for compressed relations, as
 # doc/compressed-tablespaces.md ("Sizes and statistics") says: the bytes
-# the compressed segments read and wrote (patch 0029 of the 18 series,
+# the compressed segments read and wrote (patch 0033, 18 only,
 # smgr_io_bytes_*()), while reads, writes and extends count operations as
 # for plain relations, whose bytes stay 8 kB per block.
 #
