@@ -78,18 +78,26 @@ pcs_path_is_segment(const char *dir, const char *relpath)
 	return result;
 }
 
-/* Write len bytes at offset of fd, or fail */
-static void
-pcs_write_at(int fd, const char *path, const char *data, int len,
-			 off_t offset)
+/* The file pcs_write_at() writes into */
+typedef struct PcsWriteTarget
 {
+	int			fd;
+	const char *path;
+} PcsWriteTarget;
+
+/* Write len bytes at offset of the target file, or fail */
+static void
+pcs_write_at(void *arg, const char *data, int len, off_t offset)
+{
+	PcsWriteTarget *target = (PcsWriteTarget *) arg;
+
 	errno = 0;
-	if (pg_pwrite(fd, data, len, offset) != len)
+	if (pg_pwrite(target->fd, data, len, offset) != len)
 	{
 		/* if write didn't set errno, assume problem is no disk space */
 		if (errno == 0)
 			errno = ENOSPC;
-		pg_fatal("could not write to file \"%s\": %m", path);
+		pg_fatal("could not write to file \"%s\": %m", target->path);
 	}
 }
 
@@ -106,9 +114,8 @@ bool
 pcs_sparse_write(PcsSparseFile *state, int fd, const char *path,
 				 const char *data, int len)
 {
+	PcsWriteTarget target = {fd, path};
 	off_t		start = state->offset;
-	int			run = 0;		/* start of the bytes still to write */
-	int			done = 0;
 
 	if (start == 0)
 		state->segment = pcs_is_segment_start(data, len);
@@ -116,22 +123,7 @@ pcs_sparse_write(PcsSparseFile *state, int fd, const char *path,
 	if (!state->segment)
 		return false;
 
-	while (done < len)
-	{
-		off_t		pos = start + done;
-		int			piece = Min(len - done,
-								PCS_HEADER_SIZE - (int) (pos % PCS_HEADER_SIZE));
-
-		if (pcs_copy_can_skip(data + done, pos, piece))
-		{
-			if (done > run)
-				pcs_write_at(fd, path, data + run, done - run, start + run);
-			run = done + piece;
-		}
-		done += piece;
-	}
-	if (len > run)
-		pcs_write_at(fd, path, data + run, len - run, start + run);
+	pcs_copy_sparse(data, len, start, pcs_write_at, &target);
 	return true;
 }
 

@@ -463,6 +463,43 @@ pcs_copy_can_skip(const char *buf, off_t offset, size_t len)
 	return true;
 }
 
+/* Writes len bytes of data at offset of a copy, for pcs_copy_sparse() */
+typedef void (*PcsWriteAt) (void *arg, const char *data, int len,
+							off_t offset);
+
+/*
+ * Write the len bytes of a compressed segment that lie at offset into its
+ * copy at the same offset, through write_at, one call for each run of bytes
+ * to keep: the 4 kB pages of zeros inside the map (pcs_copy_can_skip()) are
+ * left out, so that they stay holes.  The backend's copies and the frontend
+ * programs' share it, each with its own way to write and fail.  (Inline:
+ * frontend programs link none of the format layer.)
+ */
+static inline void
+pcs_copy_sparse(const char *data, int len, off_t offset,
+				PcsWriteAt write_at, void *arg)
+{
+	int			run = 0;		/* start of the bytes still to write */
+	int			done = 0;
+
+	while (done < len)
+	{
+		off_t		pos = offset + done;
+		int			piece = Min(len - done,
+								PCS_HEADER_SIZE - (int) (pos % PCS_HEADER_SIZE));
+
+		if (pcs_copy_can_skip(data + done, pos, piece))
+		{
+			if (done > run)
+				write_at(arg, data + run, done - run, offset + run);
+			run = done + piece;
+		}
+		done += piece;
+	}
+	if (len > run)
+		write_at(arg, data + run, len - run, offset + run);
+}
+
 /*
  * What is wrong with bytes read from a compressed segment, as the checks of
  * the format layer say; pcs_problem_message() gives the sentence.

@@ -41,21 +41,29 @@
 #include "storage/pcs_copydir.h"
 #include "storage/pcs_format.h"
 
+/* The copy pcs_copy_write() writes into */
+typedef struct PcsCopyTarget
+{
+	int			fd;
+	const char *path;
+} PcsCopyTarget;
+
 /* Write len bytes of buf at offset of the copy, or raise an error */
 static void
-pcs_copy_write(int dstfd, const char *tofile, const char *buf, int len,
-			   off_t offset)
+pcs_copy_write(void *arg, const char *buf, int len, off_t offset)
 {
+	PcsCopyTarget *target = (PcsCopyTarget *) arg;
+
 	errno = 0;
 	pgstat_report_wait_start(WAIT_EVENT_COPY_FILE_WRITE);
-	if (pg_pwrite(dstfd, buf, len, offset) != len)
+	if (pg_pwrite(target->fd, buf, len, offset) != len)
 	{
 		/* if write didn't set errno, assume problem is no disk space */
 		if (errno == 0)
 			errno = ENOSPC;
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not write to file \"%s\": %m", tofile)));
+				 errmsg("could not write to file \"%s\": %m", target->path)));
 	}
 	pgstat_report_wait_end();
 }
@@ -68,26 +76,9 @@ void
 pcs_copy_write_chunk(int dstfd, const char *tofile, const char *buf,
 					 int nbytes, off_t offset)
 {
-	int			run = 0;		/* start of the bytes still to write */
-	int			done = 0;
+	PcsCopyTarget target = {dstfd, tofile};
 
-	while (done < nbytes)
-	{
-		off_t		pos = offset + done;
-		int			len = Min(nbytes - done,
-							  PCS_HEADER_SIZE - (int) (pos % PCS_HEADER_SIZE));
-
-		if (pcs_copy_can_skip(buf + done, pos, len))
-		{
-			if (done > run)
-				pcs_copy_write(dstfd, tofile, buf + run, done - run,
-							   offset + run);
-			run = done + len;
-		}
-		done += len;
-	}
-	if (nbytes > run)
-		pcs_copy_write(dstfd, tofile, buf + run, nbytes - run, offset + run);
+	pcs_copy_sparse(buf, nbytes, offset, pcs_copy_write, &target);
 }
 
 /* Give the copy the length of its original: it may end in a hole */
