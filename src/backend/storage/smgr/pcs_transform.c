@@ -76,7 +76,7 @@
  * tuples of many lengths are split instead: see below).  Any
  * bytes at all go through the pair unchanged; the offsets of the layout are
  * only used after they are checked.  test/unit/pcs_format_test.c checks the
- * round trip, and test/bench/compression/results-ratio.md what it saves.
+ * round trip, and test/bench/compression/runs/results-ratio.md what it saves.
  */
 #define PCS_SHUFFLE_MAX_STRIDE	1024
 
