@@ -128,6 +128,8 @@ extern void pcs_shmem_init(void);
 
 /* what protects compressed pages while they may exist (pcs_tablespace.c) */
 extern bool pcs_compressed_forks_may_exist(void);
+extern Size pcs_in_use_shmem_size(void);
+extern void pcs_in_use_shmem_init(void);
 extern bool pcs_tablespace_is_compressed(Oid spcOid);
 extern void pcs_note_compressed_storage(void);
 extern void pcs_enforce_startup_settings(void);

@@ -1,16 +1,17 @@
 /*-------------------------------------------------------------------------
  *
  * pcs_internal.h
- *	  What the files of page-compressed storage share: the open segment,
- *	  and the functions each layer offers the layers above it.
+ *	  What the files of page-compressed storage share: the layers below
+ *	  pcs.c, and what pcs.c offers the asynchronous reads above it.
  *
  * The layers, from the bottom: one segment of a compressed fork, its file,
  * header, map and allocation (pcs_segment.c); its dictionaries
  * (pcs_dict.c); the per-fork format, block I/O and the smgr callbacks
  * (pcs.c); PostgreSQL 18's asynchronous reads (pcs_aio.c).  A file calls
- * only into the layers below it.  pcs_shmem.c, which sets up the shared
- * memory of all of them, and pcs_tablespace.c, which owns one part of it,
- * include it too; nothing outside src/backend/storage/smgr/ does:
+ * only into the layers below it, and each layer below pcs.c has a header
+ * of its own (storage/pcs_segment.h, storage/pcs_dict.h), which this one
+ * includes.  pcs_shmem.c, which sets up the shared memory of all of them,
+ * includes it too; nothing outside src/backend/storage/smgr/ does:
  * storage/pcs.h is the public face.
  *
  * Portions Copyright (c) 2026, pgstrata developers
@@ -22,52 +23,10 @@
 #ifndef PCS_INTERNAL_H
 #define PCS_INTERNAL_H
 
-#include "lib/ilist.h"
-#include "storage/fd.h"
 #include "storage/pcs.h"
 #include "storage/pcs_format.h"
-#include "storage/pcs_free_pool.h"
-
-/* Bytes of the map whose storage is made to exist at once (a kernel page) */
-#define PCS_MAP_CHUNK		4096
-#define PCS_MAP_CHUNKS		((int) (PCS_MAP_SIZE / PCS_MAP_CHUNK))
-#define PCS_MAP_CHUNK_ENTRIES	(PCS_MAP_CHUNK / PCS_ENTRY_SIZE)
-/* the chunk of the map that holds the entry of segblock */
-#define PCS_MAP_CHUNK_OF(segblock) \
-	((int) (((off_t) (segblock) * PCS_ENTRY_SIZE) / PCS_MAP_CHUNK))
-
-/* An open compressed segment of one fork, in one process */
-typedef struct PcsSegment
-{
-	File		vfd;			/* the segment file */
-	PcsHeader  *header;			/* MAP_SHARED mapping of header and map, or
-								 * NULL while unmapped (pcs_limit_mappings) */
-	BlockNumber segno;			/* its number within the fork */
-	ForkNumber	forknum;		/* its fork */
-	int			shift;			/* log2 of its unit size, from its header */
-	uint32		capacity;		/* units the file is known to hold */
-	uint64		alloc_seen;		/* allocation word when capacity was read */
-	dlist_node	lru;			/* place in pcs_mapped, while mapped */
-	PcsCodecState codec;		/* what the codec learnt of its pages */
-	/* its dictionaries, by number, prepared once used (pcs_seg_dictionary) */
-	PcsDict    *dicts[PCS_MAX_DICTIONARIES + 1];
-	uint16		dicts_failed;	/* numbers that failed to load, as bits */
-	/* the dictionary sector's word last seen, and the number it gave */
-	bool		dict_word_known;
-	uint64		dict_word_seen;
-	int			dict_number_seen;
-	/* pages of its first extensions, for a dictionary (pcs_seg_sample()) */
-	bool		sampling_over;
-	BlockNumber sample_next;	/* the block the next extension must be */
-	int			nsample;		/* pages in sample */
-	char	   *sample;			/* PCS_AUTO_TRAIN_PAGES pages, or NULL */
-
-	/*
-	 * chunks of the map known to have storage (pcs_map_chunk_ready(),
-	 * pcs_map_entry())
-	 */
-	uint64		map_ready[(PCS_MAP_CHUNKS + 63) / 64];
-} PcsSegment;
+#include "storage/pcs_dict.h"
+#include "storage/pcs_segment.h"
 
 /* Values of SMgrRelationData.pcs_format[] */
 #define PCS_FORMAT_UNKNOWN		0
@@ -82,60 +41,10 @@ typedef struct PcsSegment
  */
 #define PCS_COALESCE_GAP		(8 * 1024)
 
-/* the memory of open segments, for the life of the process (pcs_segment.c) */
-extern PGDLLIMPORT MemoryContext PcsCxt;
-
-/* one segment: open, map, grow, allocate, count (pcs_segment.c) */
-extern uint32 pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units,
-						   bool writeback);
-extern void pcs_close_segments(SMgrRelation reln, ForkNumber forknum);
-extern uint32 pcs_current_generation(void);
-extern void pcs_fill_segments_before(SMgrRelation reln, ForkNumber forknum,
-									 BlockNumber segno, bool skipFsync);
-extern void pcs_free_key(SMgrRelation reln, ForkNumber forknum,
-						 BlockNumber segno, PcsFreeKey *key);
-extern PcsSegment *pcs_getseg(SMgrRelation reln, ForkNumber forknum,
-							  BlockNumber segno, bool create);
-extern void pcs_init_segment_file(File vfd, BlockNumber segno,
-								  PcsAlgorithm algorithm, int level,
-								  bool sync);
-extern bool pcs_map_chunk_readable(PcsSegment *seg, int chunk);
-extern void pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg,
-								BlockNumber segblock, bool writeback);
-extern void pcs_register_dirty(SMgrRelation reln, ForkNumber forknum,
-							   BlockNumber segno, PcsSegment *seg);
-extern void pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to);
-extern BlockNumber pcs_seg_nblocks(PcsSegment *seg);
-extern void pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n);
-extern void pcs_seg_store_nblocks(PcsSegment *seg, BlockNumber n);
-extern void pcs_seg_truncate_entries(SMgrRelation reln, ForkNumber forknum,
-									 PcsSegment *seg, BlockNumber from,
-									 BlockNumber to);
-extern void pcs_sync_fork(SMgrRelation reln, ForkNumber forknum,
-						  bool immediate);
-extern void pcs_sync_now(SMgrRelation reln, ForkNumber forknum,
-						 PcsSegment *seg, uint32 wait_event);
-extern uint32 pcs_unit_limit(PcsSegment *seg);
-
-/* dictionaries and the sample that trains one (pcs_dict.c) */
-extern const PcsDict *pcs_seg_current_dictionary(PcsSegment *seg, int *number);
-extern PcsProblem pcs_seg_dictionary(PcsSegment *seg, int number,
-									 const PcsDict **dict);
-extern PcsProblem pcs_seg_dictionary_bytes(PcsSegment *seg, int number,
-										   PcsDictRecord *record,
-										   char **bytes);
-extern void pcs_seg_sample(SMgrRelation reln, ForkNumber forknum,
-						   PcsSegment *seg, BlockNumber segblock,
-						   const char *page);
-
 /* per-fork format and block I/O (pcs.c) */
 extern int pcs_fork_format(SMgrRelation reln, ForkNumber forknum);
 extern void pcs_invalid_page(char *buffer);
 extern int pcs_problem_errcode(PcsProblem problem);
-
-/* the in-use flag in shared memory (pcs_tablespace.c) */
-extern Size pcs_in_use_shmem_size(void);
-extern void pcs_in_use_shmem_init(void);
 
 #if PG_VERSION_NUM >= 180000
 /* the shared state of asynchronous reads (pcs_aio.c, built by 18 only) */
@@ -152,42 +61,6 @@ pcs_is_compressed(SMgrRelation reln, ForkNumber forknum)
 	if (likely(format != PCS_FORMAT_UNKNOWN))
 		return format == PCS_FORMAT_COMPRESSED;
 	return pcs_fork_format(reln, forknum) == PCS_FORMAT_COMPRESSED;
-}
-
-/*
- * Where the map entry of segblock lies in the mapping of a segment: in its
- * header or in its map, by format version (pcs_entry_slot())
- */
-static inline PcsMapEntry *
-pcs_seg_entry(PcsSegment *seg, BlockNumber segblock)
-{
-	Assert(seg->header != NULL && segblock < RELSEG_SIZE);
-	return pcs_entry_slot(seg->header, segblock);
-}
-
-/* May the entry of segblock be read through the mapping (see above)? */
-static inline bool
-pcs_entry_readable(PcsSegment *seg, BlockNumber segblock)
-{
-	return segblock < pcs_header_entries(seg->header) ||
-		pcs_map_chunk_readable(seg, PCS_MAP_CHUNK_OF(segblock));
-}
-
-/* The map entry of segblock, or an empty one where its chunk is a hole */
-static inline PcsMapEntry
-pcs_map_entry(PcsSegment *seg, BlockNumber segblock)
-{
-	PcsMapEntry entry;
-
-	Assert(segblock < RELSEG_SIZE);
-	if (unlikely(!pcs_entry_readable(seg, segblock)))
-	{
-		memset(&entry, 0, sizeof(entry));
-		Assert(pcs_entry_is_empty(&entry));
-		return entry;
-	}
-	entry = *pcs_seg_entry(seg, segblock);
-	return entry;
 }
 
 /*

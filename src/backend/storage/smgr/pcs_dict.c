@@ -20,7 +20,10 @@
 
 #include "pgstat.h"
 #include "pgstrata_compat.h"
-#include "storage/pcs_internal.h"
+#include "storage/bufpage.h"
+#include "storage/pcs.h"
+#include "storage/pcs_dict.h"
+#include "storage/pcs_segment.h"
 #include "utils/injection_point.h"
 
 /*

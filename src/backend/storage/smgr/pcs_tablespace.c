@@ -38,7 +38,6 @@
 #include "pgtime.h"
 #include "storage/fd.h"
 #include "storage/pcs.h"
-#include "storage/pcs_internal.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
