@@ -3,7 +3,10 @@
 
 # The patch pipeline (patches/tools/tree.sh) on a copy of the repository:
 # the same inputs give the same commits, the check notices a tree that the
-# inputs no longer produce, refresh writes the tree's commits back, an update
+# inputs no longer produce, refresh writes the tree's commits back (a new
+# change under the next number neither series uses, the others under their
+# names), the check holds the series to its rules (the project as author,
+# a feature for each change in patches/README.md's table), an update
 # touches only the files that changed, and bad inputs stop with a clear line.
 
 use strict;
@@ -104,19 +107,52 @@ like(PostgreSQL::Test::Utils::slurp_file("$repo/src/include/pgstrata.h"),
 git_tree('stash', 'pop', '-q');
 truncate_input();
 
-# Refresh: the edit, committed in the tree, becomes a new patch.
+# Refresh: the edit, committed in the tree, becomes a new patch, under the
+# next number neither series uses; the other patches keep their names.
+my @before = grep { !/^\s*(#|$)/ }
+  split /\n/, PostgreSQL::Test::Utils::slurp_file("$repo/$pdir/series");
+my $next = 1;
+for my $p (glob("$repo/patches/*.patch"), glob("$repo/patches/18/*.patch"))
+{
+	$next = $1 + 1 if $p =~ m{/(\d{4})-[^/]*$} && $1 + 1 > $next;
+}
 git_tree('commit', '-q', '-a', '-m', 'Test a local edit');
 ($rc, $out) = tree('refresh');
 is($rc, 0, 'refresh exports the commit') or diag $out;
 my @series = grep { !/^\s*(#|$)/ }
   split /\n/, PostgreSQL::Test::Utils::slurp_file("$repo/$pdir/series");
 is(scalar @series, $patches + 1, 'series has one more patch');
-like($series[-1], qr/^\d{4}-Test-a-local-edit\.patch$/,
-	'named after the commit');
+is_deeply([ @series[ 0 .. $#series - 1 ] ], \@before,
+	'the other patches keep their names');
+like($series[-1], qr/^${\ sprintf('%04d', $next)}-Test-a-local-edit\.patch$/,
+	'named after the commit, with the next number neither series uses');
 like(
 	PostgreSQL::Test::Utils::slurp_file("$repo/$pdir/$series[-1]"),
 	qr/^\+local edit$/m,
 	'holding the edit');
+
+# The series' rules: the project is every patch's author, and the table of
+# patches/README.md names each change's feature.
+($rc, $out) = tree('check');
+isnt($rc, 0, 'check refuses a patch by another author');
+like($out, qr/\Q$series[-1]\E: the author is not "pgstrata developers/,
+	'naming the patch and the author it wants');
+{
+	local $ENV{GIT_AUTHOR_NAME} = 'pgstrata developers';
+	local $ENV{GIT_AUTHOR_EMAIL} = 'hackers@pgstrata.invalid';
+	git_tree('commit', '-q', '--amend', '--reset-author', '--no-edit');
+}
+($rc, $out) = tree('refresh');
+is($rc, 0, 'refresh exports the commit again') or diag $out;
+like(PostgreSQL::Test::Utils::slurp_file("$repo/$pdir/series"),
+	qr/^\Q$series[-1]\E$/m, 'under the same name');
+($rc, $out) = tree('check');
+isnt($rc, 0, 'check refuses a change the table gives no feature');
+like($out, qr/table has a change without a feature/, 'saying so');
+my $readme = PostgreSQL::Test::Utils::slurp_file("$repo/patches/README.md");
+open my $rfh, '>', "$repo/patches/README.md" or die;
+print $rfh ($readme =~ s/^(\| \d{4} \| Test a local edit \| )\? \|/$1tests |/mr);
+close $rfh;
 ($rc, $out) = tree('check');
 is($rc, 0, 'after refresh the inputs reproduce the tree') or diag $out;
 
