@@ -15,7 +15,9 @@
 # 3. Rows whose pages do not compress (stored raw) read back as a ledger's,
 #    and with io_method = worker an I/O worker reads them: a run of raw
 #    images is read straight into its buffers, not by the fallback; a
-#    damaged raw page fails its page checksum (XX001 naming the block).
+#    damaged raw page fails its page checksum (XX001 naming the block),
+#    and a raw image of zeros, which the page checksum takes for a new
+#    page, is XX001 naming its block too.
 # 4. A damaged image of the main fork is an ERROR with
 #    ERRCODE_DATA_CORRUPTED naming the relation and block, the server stays
 #    up; a damaged FSM image is zeroed with a WARNING and inserts go on; an
@@ -209,6 +211,25 @@ SELECT (SELECT md5(string_agg(r::text, '|' ORDER BY id)) FROM r) =
 		"$method: a damaged raw page is XX001 naming its block");
 	is($node->safe_psql('postgres', 'SELECT 1'), '1',
 		"$method: the server is up after it");
+
+	# a raw image whose bytes are zeros (a run lost, or punched) is no new
+	# page, though an all-zero page passes the page checksum: a read of
+	# its block only is XX001 naming it, never an empty block
+	my $zq = "SELECT count(*) FROM r WHERE ctid >= '(7,0)' AND ctid < '(8,0)'";
+	ok($node->safe_psql('postgres', $zq) > 0, "$method: block 7 of r holds rows");
+	$node->stop;
+	my $ze = PgStrata::PcsFile::entry($rpath, 7);
+	is($ze->{stored}, 8192, "$method: block 7 of r is stored raw");
+	PgStrata::PcsFile::write_bytes($rpath,
+		PgStrata::PcsFile::image_offset($ze,
+			PgStrata::PcsFile::header($rpath)->{unit_size}),
+		"\0" x 8192);
+	$node->start;
+	($rret, $rout, $rerr) = $node->psql('postgres', $zq,
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	like($rerr,
+		qr/ERROR:  XX001: invalid compressed page in block 7 of relation \S+\nDETAIL:  The checksum of the block's image does not match/,
+		"$method: a raw image of zeros is XX001 naming its block, not an empty page");
 
 	# 4. damaged images, read asynchronously
 	$node->safe_psql('postgres', 'VACUUM t; CHECKPOINT');

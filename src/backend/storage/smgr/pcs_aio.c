@@ -28,6 +28,7 @@
 #include "storage/md.h"
 #include "storage/pcs_internal.h"
 #include "storage/shmem.h"
+#include "utils/memutils.h"
 
 /*
  * Asynchronous reads (PostgreSQL 18).
@@ -72,8 +73,9 @@
  *   data checksums are on, they are read straight into their buffers with
  *   no plan (pcs_aio_raw_run()): the buffer manager's completion verifies
  *   each page's checksum, which covers what the image's CRC covers on the
- *   other paths.  Without data checksums such a run is read synchronously,
- *   so that the CRC is checked.
+ *   other paths, and ours refuses an all-zero page, which that check would
+ *   take for a new one.  Without data checksums such a run is read
+ *   synchronously, so that the CRC is checked.
  *
  * Blocks the plan cannot take (an empty first block, an entry that fails its
  * check, images out of order or too far apart, too little room for the
@@ -821,14 +823,34 @@ pcs_aio_readv_complete(PgAioHandle *ioh, PgAioResult prior_result,
 	if (cb_data == PCS_AIO_RAW)
 	{
 		int			planned = 0;
+		int			nread;
 
 		/* the run is the entries of a whole block; what was read of it */
 		(void) pgaio_io_get_iovec_length(ioh, &iov);
 		while (planned < td->smgr.nblocks && iov[planned].iov_len == BLCKSZ)
 			planned++;
-		done = Min(planned, prior_result.result / BLCKSZ);
+		nread = Min(planned, prior_result.result / BLCKSZ);
 		/* none: a file shorter than its map */
-		return pcs_aio_result(result, td, done, PCS_IMAGE_CUT_SHORT);
+		problem = PCS_IMAGE_CUT_SHORT;
+
+		/*
+		 * The buffer manager verifies each page's checksum, which covers
+		 * what the image's CRC covers on the other paths, but it takes an
+		 * all-zero page for a new one.  A raw image is never all zeros
+		 * (zeros compress), so such a page is a run that was lost or
+		 * punched: its image fails the CRC of its entry, as a synchronous
+		 * read finds.  The pages before it are read; the next read starts
+		 * at it and reports it.
+		 */
+		for (done = 0; done < nread; done++)
+		{
+			if (pg_memory_is_all_zeros(pcs_aio_buffer(iov, done), BLCKSZ))
+			{
+				problem = PCS_IMAGE_BAD_CRC;
+				break;
+			}
+		}
+		return pcs_aio_result(result, td, done, problem);
 	}
 
 	(void) pgaio_io_get_iovec_length(ioh, &iov);
