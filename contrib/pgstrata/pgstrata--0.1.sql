@@ -118,8 +118,9 @@ GRANT SELECT ON pgstrata_bulk_io_relations TO pg_read_all_stats;
 
 -- The runs of free units that compressed segments keep for reuse, in one
 -- pool for the whole server: its size, the runs kept now, and the runs
--- forgotten since the server started because it was full (their units stay
--- allocated until the relation is rewritten or the server restarts).
+-- forgotten since the server started because it, or the table of segments,
+-- was full (their units stay allocated until the relation is rewritten or
+-- the server restarts).
 CREATE FUNCTION pgstrata_free_units(
 	OUT pool_runs integer,
 	OUT kept_runs integer,

@@ -19,7 +19,8 @@
 # 0. Before all that, the rules of the pool of free runs, on a segment of
 #    no relation (test_pcs_free_pool(): best fit, the wait for an fsync,
 #    merging, 5,000 runs in one segment, the early fsync of a segment with
-#    a megabyte waiting, a full pool).
+#    a megabyte waiting, a full pool), and a full table of segments, which
+#    takes no shared memory beyond its own.
 # After each: amcheck is clean, the rows are those of a plain ledger, and
 # no two blocks share a unit.
 
@@ -54,6 +55,25 @@ is($node->safe_psql('postgres', 'SELECT test_pcs_free_pool()'),
 is($node->safe_psql('postgres',
 		'SELECT kept_runs, forgotten_runs > 0 FROM pgstrata_free_units()'),
 	'0|t', 'the pool is empty again, and counted what it forgot when full');
+
+# 0b. The table of segments is fixed in size: the runs of more segments
+# than it holds are forgotten (and counted), and it takes no shared memory
+# beyond its own, which the lock manager's tables grow into.  It used to
+# grow there: 3,500 small tables that had each moved a page left a
+# transaction locking 3,000 tables "out of shared memory".
+my $anonymous = q(SELECT allocated_size FROM pg_shmem_allocations
+	WHERE name = '<anonymous>');
+my $anonymous_before = $node->safe_psql('postgres', $anonymous);
+my $forgotten_before = $node->safe_psql('postgres',
+	'SELECT forgotten_runs FROM pgstrata_free_units()');
+my $kept = $node->safe_psql('postgres', 'SELECT test_pcs_free_segments(3000)');
+ok($kept >= 1024 && $kept < 3000,
+	"runs of 3,000 segments at once: $kept kept, the others forgotten");
+is($node->safe_psql('postgres',
+		'SELECT forgotten_runs FROM pgstrata_free_units()') - $forgotten_before,
+	3000 - $kept, '... and counted as forgotten');
+is($node->safe_psql('postgres', $anonymous), $anonymous_before,
+	'the table of segments took no shared memory beyond its own');
 
 # fill(FROM, N): N rows of mixed payload into q and into the plain ledger
 sub fill

@@ -19,3 +19,11 @@ CREATE FUNCTION test_pcs_free_pool()
 RETURNS integer
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT;
+
+-- Keep a run of units in each of n segments of no relation, then forget
+-- them: how many were kept (the table of segments is fixed in size, so
+-- those past it are forgotten).
+CREATE FUNCTION test_pcs_free_segments(n integer)
+RETURNS integer
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT;

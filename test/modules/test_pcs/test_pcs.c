@@ -40,6 +40,7 @@ PG_MODULE_MAGIC;
 
 PG_FUNCTION_INFO_V1(test_pcs_extend_to);
 PG_FUNCTION_INFO_V1(test_pcs_free_pool);
+PG_FUNCTION_INFO_V1(test_pcs_free_segments);
 
 /* Write a zero page at block blkno of rel's main fork, past its end */
 Datum
@@ -280,4 +281,41 @@ test_pcs_free_pool(PG_FUNCTION_ARGS)
 	checks += 2;
 
 	PG_RETURN_INT32(checks);
+}
+
+/*
+ * Keep a run of units in each of n segments of no relation, one after the
+ * other, and forget them all again: how many of the runs were kept.  The
+ * table of segments is fixed in size, so the runs of segments past it are
+ * forgotten, and the table takes no shared memory beyond its own.
+ */
+Datum
+test_pcs_free_segments(PG_FUNCTION_ARGS)
+{
+	int32		n = PG_GETARG_INT32(0);
+	PcsFreeKey	key;
+	FileTag		tag;
+	int32		pool_runs;
+	int32		kept_before;
+	int32		kept;
+	uint64		forgotten;
+
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be superuser to use the free-unit pool directly")));
+	test_free_key(&key, &tag);
+	pcs_free_usage(&pool_runs, &kept_before, &forgotten);
+	for (int32 i = 0; i < n; i++)
+	{
+		key.rlocator.relNumber = (RelFileNumber) 4000000000U + 1 + i;
+		pcs_free_units(&key, PCS_UNIT_SHIFT, 1000, 4, true, false, -1);
+	}
+	pcs_free_usage(&pool_runs, &kept, &forgotten);
+	for (int32 i = 0; i < n; i++)
+	{
+		key.rlocator.relNumber = (RelFileNumber) 4000000000U + 1 + i;
+		pcs_forget_fork(key.rlocator, InvalidForkNumber);
+	}
+	PG_RETURN_INT32(kept - kept_before);
 }

@@ -82,9 +82,9 @@
 /*
  * Units freed in a segment wait for its next fsync, normally the
  * checkpoint's.  Once this much has been freed since its last fsync began,
- * the writer that frees more fsyncs the segment itself (pcs.c, pcs_write_block()), so that a
- * segment under an update-heavy load does not carry a checkpoint interval's
- * worth of its rewrites as garbage.
+ * the writer that frees more fsyncs the segment itself (pcs.c,
+ * pcs_write_block()), so that a segment under an update-heavy load does not
+ * carry a checkpoint interval's worth of its rewrites as garbage.
  */
 #define PCS_EARLY_SYNC_BYTES	(1024 * 1024)
 
@@ -200,9 +200,16 @@ pcs_free_shmem_init(void)
 	info.keysize = sizeof(PcsFreeKey);
 	info.entrysize = sizeof(PcsFreeEntry);
 	info.num_partitions = PCS_FREE_PARTITIONS;
+	/*
+	 * Fixed in size: a shared hash table that may grow takes the shared
+	 * memory left over, which the lock manager's tables grow into; a
+	 * segment that finds the table full forgets its units instead
+	 * (pcs_free_entry()).
+	 */
 	PcsFreeTable = ShmemInitHash("pgstrata free units table",
 								 PCS_FREE_SEGMENTS, PCS_FREE_SEGMENTS, &info,
-								 HASH_ELEM | HASH_BLOBS | HASH_PARTITION);
+								 HASH_ELEM | HASH_BLOBS | HASH_PARTITION |
+								 HASH_FIXED_SIZE);
 }
 
 /*
@@ -705,6 +712,13 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 		}
 		if (entry->nruns == 0)
 			pcs_free_drop_entry(entry, hashcode);
+	}
+	else
+	{
+		/* the table is full: the run is garbage, and counted as forgotten */
+		SpinLockAcquire(&PcsFree->pool_lock);
+		PcsFree->forgotten++;
+		SpinLockRelease(&PcsFree->pool_lock);
 	}
 	LWLockRelease(lock);
 	return sync_early;
