@@ -78,12 +78,18 @@ CONFIGURE_FLAGS := --prefix=$(PREFIX) --with-lz4 --with-zstd --with-icu \
 	--enable-tap-tests --enable-injection-points --enable-debug \
 	--enable-depend $(if $(filter cassert,$(PGSTRATA_FLAVOUR)),--enable-cassert) \
 	$(PG_CONFIGURE) $(EXTRA_CONFIGURE)
-CCACHE := $(shell command -v ccache 2>/dev/null)
-CC_FOR_BUILD := $(if $(CCACHE),ccache gcc,gcc)
+# configure records the compiler as gcc, which pg_config reports to every
+# extension built with PGXS against this build.  ccache, where installed,
+# serves this project's own builds only: through its directory of compiler
+# names (Debian's /usr/lib/ccache), put first on PATH for configure and make.
+CC_FOR_BUILD := gcc
+CCACHE_BIN := $(firstword $(wildcard /usr/lib/ccache /usr/lib64/ccache))
+BUILD_PATH := $(if $(CCACHE_BIN),$(CCACHE_BIN):)$(PATH)
 
 # PostgreSQL's makefiles do some work (generated headers, the temporary
 # installation) only in a top-level make, so they run as one.
-PGMAKE := env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory
+PGMAKE := env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS PATH="$(BUILD_PATH)" \
+	$(MAKE) --no-print-directory
 
 # Where `make check` writes its logs.
 CHECK_DIR := $(BUILD)/check$(FLAVOUR_SUFFIX)
@@ -108,7 +114,7 @@ $(OBJ)/.configure-flags: FORCE
 
 $(OBJ)/config.status: $(OBJ)/.configure-flags $(TREE)/configure
 	@echo "--- configuring ($(OBJ))"
-	@cd $(OBJ) && $(TREE)/configure -q CC="$(CC_FOR_BUILD)" $(CONFIGURE_FLAGS)
+	@cd $(OBJ) && PATH="$(BUILD_PATH)" $(TREE)/configure -q CC="$(CC_FOR_BUILD)" $(CONFIGURE_FLAGS)
 
 # The tree must be updated before make looks at configure's timestamp.
 build: tree
@@ -120,7 +126,7 @@ build: tree
 install: build
 	@$(PGMAKE) -C $(OBJ) -s install-world-bin >/dev/null
 	@$(PGMAKE) -C $(OBJ)/src/test/modules/injection_points -s install >/dev/null
-	@$(TOOLS)/install-contrib.sh
+	@PATH="$(BUILD_PATH)" $(TOOLS)/install-contrib.sh
 	@echo "--- installed into $(PREFIX)"
 
 # The assert-enabled build, in build/obj-cassert and build/install-cassert.
