@@ -288,12 +288,13 @@ refdata_tuple_lock(Relation rel, ItemPointer tid, Snapshot snapshot,
  * The tree lock is taken by this module's hooks, which are installed when
  * the module is loaded.  Opening a plain refdata table loads it (its
  * relcache entry calls the access method's handler) while the parser opens
- * the target, in time; opening a partitioned table does not, so a session
- * whose first write goes to a partitioned tree loads the module only when
- * tuple routing opens a leaf, and that statement locks as before.  Hence
- * the documentation's advice to load the module with
- * shared_preload_libraries or session_preload_libraries where partitioned
- * refdata tables are written.
+ * the target, in time; so does opening a partitioned table declared USING
+ * refdata, whose entry calls the handler too in pgstrata (patch 0034).  A
+ * partitioned table that names no access method does not, so a session
+ * whose first write goes to such a tree loads the module only when tuple
+ * routing opens a leaf, and that statement locks as before.  Hence the
+ * documentation's advice to declare partitioned refdata tables USING
+ * refdata, or to preload the module.
  */
 
 /*
