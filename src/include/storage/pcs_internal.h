@@ -24,8 +24,8 @@
 #define PCS_INTERNAL_H
 
 #include "storage/pcs.h"
-#include "storage/pcs_format.h"
 #include "storage/pcs_dict.h"
+#include "storage/pcs_format.h"
 #include "storage/pcs_segment.h"
 
 /* Values of SMgrRelationData.pcs_format[] */
@@ -42,9 +42,9 @@
 #define PCS_COALESCE_GAP		(8 * 1024)
 
 /* per-fork format and block I/O (pcs.c) */
-extern int pcs_fork_format(SMgrRelation reln, ForkNumber forknum);
+extern int	pcs_fork_format(SMgrRelation reln, ForkNumber forknum);
 extern void pcs_invalid_page(char *buffer);
-extern int pcs_problem_errcode(PcsProblem problem);
+extern int	pcs_problem_errcode(PcsProblem problem);
 
 #if PG_VERSION_NUM >= 180000
 /* the shared state of asynchronous reads (pcs_aio.c, built by 18 only) */

@@ -834,13 +834,13 @@ pcs_aio_readv_complete(PgAioHandle *ioh, PgAioResult prior_result,
 		problem = PCS_IMAGE_CUT_SHORT;
 
 		/*
-		 * The buffer manager verifies each page's checksum, which covers
-		 * what the image's CRC covers on the other paths, but it takes an
-		 * all-zero page for a new one.  A raw image is never all zeros
-		 * (zeros compress), so such a page is a run that was lost or
-		 * punched: its image fails the CRC of its entry, as a synchronous
-		 * read finds.  The pages before it are read; the next read starts
-		 * at it and reports it.
+		 * The buffer manager verifies each page's checksum, which covers what
+		 * the image's CRC covers on the other paths, but it takes an all-zero
+		 * page for a new one.  A raw image is never all zeros (zeros
+		 * compress), so such a page is a run that was lost or punched: its
+		 * image fails the CRC of its entry, as a synchronous read finds.  The
+		 * pages before it are read; the next read starts at it and reports
+		 * it.
 		 */
 		for (done = 0; done < nread; done++)
 		{

@@ -587,8 +587,8 @@ pcs_enforce_startup_settings(void)
 		pcs_note_compressed_storage();
 
 	/*
-	 * Not XLogHintBitIsNeeded(), which says yes whenever compressed forks
-	 * may exist: the question is whether the settings alone log hint bits.
+	 * Not XLogHintBitIsNeeded(), which says yes whenever compressed forks may
+	 * exist: the question is whether the settings alone log hint bits.
 	 */
 	if (DataChecksumsEnabled() || wal_log_hints ||
 		!pcs_compressed_forks_may_exist())
