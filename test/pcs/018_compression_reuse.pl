@@ -19,8 +19,9 @@
 # 0. Before all that, the rules of the pool of free runs, on a segment of
 #    no relation (test_pcs_free_pool(): best fit, the wait for an fsync,
 #    merging, 5,000 runs in one segment, the early fsync of a segment with
-#    a megabyte waiting, a full pool), and a full table of segments, which
-#    takes no shared memory beyond its own.
+#    a megabyte waiting, a full pool), a full table of segments, which
+#    takes no shared memory beyond its own, and forgetting relations that
+#    keep no runs without walking the table.
 # After each: amcheck is clean, the rows are those of a plain ledger, and
 # no two blocks share a unit.
 
@@ -74,6 +75,16 @@ is($node->safe_psql('postgres',
 	3000 - $kept, '... and counted as forgotten');
 is($node->safe_psql('postgres', $anonymous), $anonymous_before,
 	'the table of segments took no shared memory beyond its own');
+
+# 0c. Forgetting the runs of a relation (every unlink of a fork, plain ones
+# included, and every creation of a compressed one) took every partition
+# lock and walked the whole table; a filter of the relations that keep
+# runs spares the walk for the others.  With 2,000 relations keeping runs,
+# forgetting 1,000 that keep none walks the table only for those that
+# share a slot of the filter with one of the 2,000 (about one in sixteen).
+my $walks = $node->safe_psql('postgres', 'SELECT test_pcs_forget_walks(2000, 1000)');
+ok($walks < 250,
+	"forgetting 1,000 relations that keep no runs walked the table $walks times, not 1,000");
 
 # fill(FROM, N): N rows of mixed payload into q and into the plain ledger
 sub fill

@@ -39,6 +39,7 @@ extern void pcs_free_shmem_init(void);
 extern uint32 pcs_shmem_life(void);
 extern void pcs_free_attach(void);
 extern void pcs_free_usage(int32 *runs, int32 *kept, uint64 *forgotten);
+extern uint64 pcs_free_walks(void);
 
 extern bool pcs_free_units(const PcsFreeKey *key, int shift, uint32 first,
 						   uint32 count, bool reuse_now, bool give_back_now,

@@ -27,3 +27,11 @@ CREATE FUNCTION test_pcs_free_segments(n integer)
 RETURNS integer
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT;
+
+-- Keep a run in each of n segments of no relation, forget the runs of m
+-- relations that keep none, then of the n: how many of the m forgets
+-- walked the whole table (the filter of relations spares most of them).
+CREATE FUNCTION test_pcs_forget_walks(n integer, m integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME'
+LANGUAGE C STRICT;

@@ -41,6 +41,7 @@ PG_MODULE_MAGIC;
 PG_FUNCTION_INFO_V1(test_pcs_extend_to);
 PG_FUNCTION_INFO_V1(test_pcs_free_pool);
 PG_FUNCTION_INFO_V1(test_pcs_free_segments);
+PG_FUNCTION_INFO_V1(test_pcs_forget_walks);
 
 /* Write a zero page at block blkno of rel's main fork, past its end */
 Datum
@@ -318,4 +319,52 @@ test_pcs_free_segments(PG_FUNCTION_ARGS)
 		pcs_forget_fork(key.rlocator, InvalidForkNumber);
 	}
 	PG_RETURN_INT32(kept - kept_before);
+}
+
+/*
+ * Keep a run in each of n segments of no relation, each of a relation of
+ * its own, then forget the runs of m other relations, which keep none, and
+ * last those of the n: how many of the m forgets walked the table (only
+ * those whose relation shares a slot of the filter with one of the n
+ * should).  ERROR if forgetting the n left a run behind.
+ */
+Datum
+test_pcs_forget_walks(PG_FUNCTION_ARGS)
+{
+	int32		n = PG_GETARG_INT32(0);
+	int32		m = PG_GETARG_INT32(1);
+	PcsFreeKey	key;
+	FileTag		tag;
+	int32		pool_runs;
+	int32		kept_before;
+	int32		kept;
+	uint64		forgotten;
+	uint64		walks;
+
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be superuser to use the free-unit pool directly")));
+	test_free_key(&key, &tag);
+	pcs_free_usage(&pool_runs, &kept_before, &forgotten);
+	for (int32 i = 0; i < n; i++)
+	{
+		key.rlocator.relNumber = (RelFileNumber) 4000000000U + 1 + i;
+		pcs_free_units(&key, PCS_UNIT_SHIFT, 1000, 4, true, false, -1);
+	}
+	walks = pcs_free_walks();
+	for (int32 i = 0; i < m; i++)
+	{
+		key.rlocator.relNumber = (RelFileNumber) 4100000000U + 1 + i;
+		pcs_forget_fork(key.rlocator, MAIN_FORKNUM);
+	}
+	walks = pcs_free_walks() - walks;
+	for (int32 i = 0; i < n; i++)
+	{
+		key.rlocator.relNumber = (RelFileNumber) 4000000000U + 1 + i;
+		pcs_forget_fork(key.rlocator, MAIN_FORKNUM);
+	}
+	pcs_free_usage(&pool_runs, &kept, &forgotten);
+	test_expect("the runs of the n relations were forgotten", kept, kept_before);
+	PG_RETURN_INT64((int64) walks);
 }

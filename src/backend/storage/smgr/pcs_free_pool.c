@@ -42,6 +42,7 @@
 
 #include <fcntl.h>
 
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "port/pg_bitutils.h"
@@ -63,6 +64,18 @@
 #define PCS_FREE_SEGMENTS	2048
 #define PCS_FREE_MIN_RUNS	32768
 #define PCS_FREE_PARTITIONS	16
+
+/*
+ * Every unlink of a fork, plain ones included, and every creation of a
+ * compressed one forgets the runs of its relation (pcs_forget_fork()),
+ * which takes every partition lock and walks the whole table.  A filter
+ * spares that walk for the relations that keep no runs, nearly all of
+ * them: a count of entries per slot, by a hash of the relation's file
+ * locator, so that a relation whose slot holds zero has no entry.  With a
+ * full table (PCS_FREE_SEGMENTS relations at most), a relation that keeps
+ * no runs shares a slot with one that does about once in sixteen.
+ */
+#define PCS_FREE_FILTER_SLOTS	32768
 
 /*
  * A segment's runs are kept in lists by size: list n holds the runs of n
@@ -139,6 +152,9 @@ typedef struct PcsFreeShared
 	int32		unused;			/* the pool's first unused run */
 	int32		nunused;		/* runs unused */
 	uint64		forgotten;		/* runs forgotten because the pool was full */
+	pg_atomic_uint64 walks;		/* walks of the table to forget relations */
+	/* entries per slot, by a hash of their relation (pcs_free_filter()) */
+	pg_atomic_uint32 filter[PCS_FREE_FILTER_SLOTS];
 	int32		nslots;			/* runs in the pool */
 	PcsFreeRun	pool[FLEXIBLE_ARRAY_MEMBER];
 } PcsFreeShared;
@@ -195,16 +211,19 @@ pcs_free_shmem_init(void)
 		PcsFree->unused = 0;
 		PcsFree->nunused = nslots;
 		PcsFree->forgotten = 0;
+		pg_atomic_init_u64(&PcsFree->walks, 0);
+		for (int i = 0; i < PCS_FREE_FILTER_SLOTS; i++)
+			pg_atomic_init_u32(&PcsFree->filter[i], 0);
 	}
 
 	info.keysize = sizeof(PcsFreeKey);
 	info.entrysize = sizeof(PcsFreeEntry);
 	info.num_partitions = PCS_FREE_PARTITIONS;
+
 	/*
 	 * Fixed in size: a shared hash table that may grow takes the shared
-	 * memory left over, which the lock manager's tables grow into; a
-	 * segment that finds the table full forgets its units instead
-	 * (pcs_free_entry()).
+	 * memory left over, which the lock manager's tables grow into; a segment
+	 * that finds the table full forgets its units instead (pcs_free_entry()).
 	 */
 	PcsFreeTable = ShmemInitHash("pgstrata free units table",
 								 PCS_FREE_SEGMENTS, PCS_FREE_SEGMENTS, &info,
@@ -252,6 +271,27 @@ pcs_free_usage(int32 *runs, int32 *kept, uint64 *forgotten)
 	*kept = PcsFree->nslots - PcsFree->nunused;
 	*forgotten = PcsFree->forgotten;
 	SpinLockRelease(&PcsFree->pool_lock);
+}
+
+/*
+ * How many times the table was walked to forget the runs of a relation or
+ * a database since shared memory was set up, for tests of the filter
+ */
+uint64
+pcs_free_walks(void)
+{
+	Assert(PcsFree != NULL);
+	return pg_atomic_read_u64(&PcsFree->walks);
+}
+
+/* The filter's count of the entries of relations that hash like rlocator */
+static inline pg_atomic_uint32 *
+pcs_free_filter(const RelFileLocator *rlocator)
+{
+	uint32		hash = hash_bytes((const unsigned char *) rlocator,
+								  sizeof(RelFileLocator));
+
+	return &PcsFree->filter[hash % PCS_FREE_FILTER_SLOTS];
 }
 
 /* The lock of the partition that holds a key of this hash code */
@@ -599,6 +639,7 @@ static void
 pcs_free_drop_entry(PcsFreeEntry *entry, uint32 hashcode)
 {
 	pcs_free_release(entry);
+	pg_atomic_fetch_sub_u32(pcs_free_filter(&entry->key.rlocator), 1);
 	(void) hash_search_with_hash_value(PcsFreeTable, &entry->key, hashcode,
 									   HASH_REMOVE, NULL);
 	pg_atomic_fetch_sub_u32(&PcsFree->entries, 1);
@@ -626,7 +667,10 @@ pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift)
 	if (!found || entry->shift != shift)
 	{
 		if (!found)
+		{
 			pg_atomic_fetch_add_u32(&PcsFree->entries, 1);
+			pg_atomic_fetch_add_u32(pcs_free_filter(&key->rlocator), 1);
+		}
 		entry->shift = shift;
 		entry->synced = 0;
 		entry->added = 0;
@@ -824,6 +868,21 @@ pcs_forget_matching(const RelFileLocator *rlocator, ForkNumber forknum,
 	if (PcsFree == NULL || pg_atomic_read_u32(&PcsFree->entries) == 0)
 		return;
 
+	/*
+	 * A relation whose slot of the filter holds zero has no entry.  Its
+	 * entries were made and dropped by processes that wrote the relation
+	 * before whoever forgets it now could drop or create its files (the
+	 * relation's lock ordered them, and an LWLock's release is a barrier), so
+	 * the counts they left are seen here after a barrier.
+	 */
+	if (rlocator != NULL)
+	{
+		pg_memory_barrier();
+		if (pg_atomic_read_u32(pcs_free_filter(rlocator)) == 0)
+			return;
+	}
+
+	pg_atomic_fetch_add_u64(&PcsFree->walks, 1);
 	for (int i = 0; i < PCS_FREE_PARTITIONS; i++)
 		LWLockAcquire(pcs_free_lock(i), LW_EXCLUSIVE);
 	hash_seq_init(&status, PcsFreeTable);
