@@ -14,7 +14,8 @@
 #    units the truncation freed, a refill after one lands in them.
 # 3. Pages that outgrow their units move; the units they leave are reused
 #    and given back, so an update-heavy loop does not grow the file either.
-# 4. A server restart finds the free units again from the map, and the
+# 4. A server restart finds the free units again from the map, reuses them
+#    only after the segment's first fsync of the new generation, and the
 #    units of a table dropped in between are never handed to another.
 # 0. Before all that, the rules of the pool of free runs, on a segment of
 #    no relation (test_pcs_free_pool(): best fit, the wait for an fsync,
@@ -254,15 +255,45 @@ cmp_ok($after, '<=', 1.25 * $live + $reserve + 64 * 1024,
 	"after rows grew in 8 rounds the file holds at most 1.25 times its live images ($after bytes, $live live, $reserve reserve)");
 check('relocations');
 
-# 4. A restart: the free units are found again from the map, and a table
-# dropped meanwhile leaves nothing behind that another could be given.
+# 4. A restart: the free units are found again from the map by the first
+# write of the new generation in the segment, and reused only once the
+# segment has been fsynced in this generation: the map they were found in
+# came from the page cache, which need not be durable (a standby shut down
+# in recovery skips its restartpoint, and its next start fsyncs nothing).
+# A refill right after the restart lands above every unit the last fill
+# used; after a checkpoint the refill reuses them.  A table dropped
+# meanwhile leaves nothing behind that another could be given.
+fill(10_000_000, 20000);
+$node->safe_psql('postgres', 'CHECKPOINT');
+$high = 0;
+for my $e (PgStrata::PcsFile::entries($path))
+{
+	my $end = $e->[1]{first} + $e->[1]{units};
+	$high = $end if $end > $high;
+}
 empty();
 $node->safe_psql('postgres', 'CHECKPOINT');
 $node->restart;
-fill(6_000_000, 20000);
+fill(11_000_000, 2000);
 $node->safe_psql('postgres', 'CHECKPOINT');
-cmp_ok(physical(), '<=', 1.15 * $fresh,
-	'after a restart a refill reuses the units freed before it');
+undef $lowest;
+for my $e (PgStrata::PcsFile::entries($path))
+{
+	$lowest = $e->[1]{first} if !defined $lowest || $e->[1]{first} < $lowest;
+}
+cmp_ok($lowest, '>=', $high,
+	'after a restart, a refill before any fsync of the segment does not reuse the units found free');
+fill(11_100_000, 18000);
+$node->safe_psql('postgres', 'CHECKPOINT');
+undef $lowest;
+for my $e (PgStrata::PcsFile::entries($path))
+{
+	$lowest = $e->[1]{first} if !defined $lowest || $e->[1]{first} < $lowest;
+}
+cmp_ok($lowest, '<', $high,
+	'after a restart and an fsync of the segment, a refill reuses them');
+cmp_ok(physical(), '<=', 1.25 * $fresh,
+	'after a restart the table takes at most 1.25 times its first fill (' . physical() . ' bytes)');
 check('after a restart');
 
 $node->safe_psql('postgres', q(

@@ -827,10 +827,13 @@ pcs_claim_units(const PcsFreeKey *key, uint32 count, uint32 *first)
 /*
  * Keep the runs of free units that the first allocation of a server
  * generation found in a segment's map (pcs_allocate()), replacing what was
- * kept for it.  At the start of a generation every map on disk is durable
- * (a clean shutdown, or the fsync of the whole data directory that crash
- * recovery begins with), so the runs are reusable at once.  When the pool
- * is full, the largest runs are kept.
+ * kept for it.  They wait for the segment's next fsync, as freed units do:
+ * the map they were found in was read from the page cache, which need not
+ * be durable at the start of a generation.  A standby shut down before it
+ * replayed a checkpoint record skips its restartpoint, and at its next
+ * start nothing fsyncs the data directory, so an OS crash could bring back
+ * an older map in which another block's entry points into these units.
+ * When the pool is full, the largest runs are kept.
  */
 void
 pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
@@ -839,8 +842,11 @@ pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
 	uint32		hashcode = get_hash_value(PcsFreeTable, key);
 	LWLock	   *lock = pcs_free_lock(hashcode);
 	PcsFreeEntry *entry;
+	uint64		clock;
 
 	LWLockAcquire(lock, LW_EXCLUSIVE);
+	/* read under the lock, as pcs_free_units() reads it; fsync = off: now */
+	clock = enableFsync ? pg_atomic_read_u64(&PcsFree->clock) : 0;
 	entry = pcs_free_entry(key, hashcode, shift);
 	if (entry != NULL)
 	{
@@ -848,7 +854,7 @@ pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
 		for (int i = 0; i < nruns; i++)
 		{
 			if (runs[i].count > 0)
-				pcs_free_add_run(entry, runs[i].first, runs[i].count, 0,
+				pcs_free_add_run(entry, runs[i].first, runs[i].count, clock,
 								 false, -1);
 		}
 		if (entry->nruns == 0)
