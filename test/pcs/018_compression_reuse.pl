@@ -180,24 +180,39 @@ cmp_ok(physical(), '<=', 64 * 1024 + $reserve,
 	  . physical() . " bytes, $reserve of them the growth reserve)");
 $node->safe_psql('postgres', 'CHECKPOINT');
 
+# highest_end(): the end of the highest units an entry of q's segment on
+# disk points to; lowest_first(): the first unit of the lowest
+sub highest_end
+{
+	my $high = 0;
+	for my $e (PgStrata::PcsFile::entries($path))
+	{
+		my $end = $e->[1]{first} + $e->[1]{units};
+		$high = $end if $end > $high;
+	}
+	return $high;
+}
+
+sub lowest_first
+{
+	my $lowest;
+	for my $e (PgStrata::PcsFile::entries($path))
+	{
+		$lowest = $e->[1]{first}
+		  if !defined $lowest || $e->[1]{first} < $lowest;
+	}
+	return $lowest;
+}
+
 # 2. No reuse before an fsync: a refill right after the truncation, with
 # no checkpoint in between, lands above every unit the last fill used.
 fill(2_000_000, 20000);
 $node->safe_psql('postgres', 'CHECKPOINT');
-my $high = 0;
-for my $e (PgStrata::PcsFile::entries($path))
-{
-	my $end = $e->[1]{first} + $e->[1]{units};
-	$high = $end if $end > $high;
-}
+my $high = highest_end();
 empty();
 fill(3_000_000, 2000);
 $node->safe_psql('postgres', 'CHECKPOINT');
-my $lowest;
-for my $e (PgStrata::PcsFile::entries($path))
-{
-	$lowest = $e->[1]{first} if !defined $lowest || $e->[1]{first} < $lowest;
-}
+my $lowest = lowest_first();
 cmp_ok($lowest, '>=', $high,
 	'a refill before any fsync of the truncated segment does not reuse what the truncation freed');
 check('refill before an fsync');
@@ -207,11 +222,7 @@ empty();
 $node->safe_psql('postgres', 'CHECKPOINT');
 fill(4_000_000, 2000);
 $node->safe_psql('postgres', 'CHECKPOINT');
-undef $lowest;
-for my $e (PgStrata::PcsFile::entries($path))
-{
-	$lowest = $e->[1]{first} if !defined $lowest || $e->[1]{first} < $lowest;
-}
+$lowest = lowest_first();
 cmp_ok($lowest, '<', $high,
 	'after an fsync of the segment, a refill reuses the freed units');
 check('refill after an fsync');
@@ -265,31 +276,18 @@ check('relocations');
 # meanwhile leaves nothing behind that another could be given.
 fill(10_000_000, 20000);
 $node->safe_psql('postgres', 'CHECKPOINT');
-$high = 0;
-for my $e (PgStrata::PcsFile::entries($path))
-{
-	my $end = $e->[1]{first} + $e->[1]{units};
-	$high = $end if $end > $high;
-}
+$high = highest_end();
 empty();
 $node->safe_psql('postgres', 'CHECKPOINT');
 $node->restart;
 fill(11_000_000, 2000);
 $node->safe_psql('postgres', 'CHECKPOINT');
-undef $lowest;
-for my $e (PgStrata::PcsFile::entries($path))
-{
-	$lowest = $e->[1]{first} if !defined $lowest || $e->[1]{first} < $lowest;
-}
+$lowest = lowest_first();
 cmp_ok($lowest, '>=', $high,
 	'after a restart, a refill before any fsync of the segment does not reuse the units found free');
 fill(11_100_000, 18000);
 $node->safe_psql('postgres', 'CHECKPOINT');
-undef $lowest;
-for my $e (PgStrata::PcsFile::entries($path))
-{
-	$lowest = $e->[1]{first} if !defined $lowest || $e->[1]{first} < $lowest;
-}
+$lowest = lowest_first();
 cmp_ok($lowest, '<', $high,
 	'after a restart and an fsync of the segment, a refill reuses them');
 cmp_ok(physical(), '<=', 1.25 * $fresh,

@@ -284,6 +284,34 @@ test_pcs_free_pool(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(checks);
 }
 
+/* Fail unless the caller is a superuser: the functions below use the pool */
+static void
+test_require_superuser(void)
+{
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be superuser to use the free-unit pool directly")));
+}
+
+/*
+ * Keep a run of units (reuse_now) or forget the runs (!keep) in segment 7
+ * of each of n relations of no file, numbered from first on
+ */
+static void
+test_runs_of_relations(PcsFreeKey *key, RelFileNumber first, int32 n,
+					   bool keep)
+{
+	for (int32 i = 0; i < n; i++)
+	{
+		key->rlocator.relNumber = first + i;
+		if (keep)
+			pcs_free_units(key, PCS_UNIT_SHIFT, 1000, 4, true, false, -1);
+		else
+			pcs_forget_fork(key->rlocator, MAIN_FORKNUM);
+	}
+}
+
 /*
  * Keep a run of units in each of n segments of no relation, one after the
  * other, and forget them all again: how many of the runs were kept.  The
@@ -301,23 +329,12 @@ test_pcs_free_segments(PG_FUNCTION_ARGS)
 	int32		kept;
 	uint64		forgotten;
 
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be superuser to use the free-unit pool directly")));
+	test_require_superuser();
 	test_free_key(&key, &tag);
 	pcs_free_usage(&pool_runs, &kept_before, &forgotten);
-	for (int32 i = 0; i < n; i++)
-	{
-		key.rlocator.relNumber = (RelFileNumber) 4000000000U + 1 + i;
-		pcs_free_units(&key, PCS_UNIT_SHIFT, 1000, 4, true, false, -1);
-	}
+	test_runs_of_relations(&key, 4000000001U, n, true);
 	pcs_free_usage(&pool_runs, &kept, &forgotten);
-	for (int32 i = 0; i < n; i++)
-	{
-		key.rlocator.relNumber = (RelFileNumber) 4000000000U + 1 + i;
-		pcs_forget_fork(key.rlocator, InvalidForkNumber);
-	}
+	test_runs_of_relations(&key, 4000000001U, n, false);
 	PG_RETURN_INT32(kept - kept_before);
 }
 
@@ -341,29 +358,14 @@ test_pcs_forget_walks(PG_FUNCTION_ARGS)
 	uint64		forgotten;
 	uint64		walks;
 
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be superuser to use the free-unit pool directly")));
+	test_require_superuser();
 	test_free_key(&key, &tag);
 	pcs_free_usage(&pool_runs, &kept_before, &forgotten);
-	for (int32 i = 0; i < n; i++)
-	{
-		key.rlocator.relNumber = (RelFileNumber) 4000000000U + 1 + i;
-		pcs_free_units(&key, PCS_UNIT_SHIFT, 1000, 4, true, false, -1);
-	}
+	test_runs_of_relations(&key, 4000000001U, n, true);
 	walks = pcs_free_walks();
-	for (int32 i = 0; i < m; i++)
-	{
-		key.rlocator.relNumber = (RelFileNumber) 4100000000U + 1 + i;
-		pcs_forget_fork(key.rlocator, MAIN_FORKNUM);
-	}
+	test_runs_of_relations(&key, 4100000001U, m, false);
 	walks = pcs_free_walks() - walks;
-	for (int32 i = 0; i < n; i++)
-	{
-		key.rlocator.relNumber = (RelFileNumber) 4000000000U + 1 + i;
-		pcs_forget_fork(key.rlocator, MAIN_FORKNUM);
-	}
+	test_runs_of_relations(&key, 4000000001U, n, false);
 	pcs_free_usage(&pool_runs, &kept, &forgotten);
 	test_expect("the runs of the n relations were forgotten", kept, kept_before);
 	PG_RETURN_INT64((int64) walks);
