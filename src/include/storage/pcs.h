@@ -135,6 +135,14 @@ extern void pcs_note_compressed_storage(void);
 extern void pcs_enforce_startup_settings(void);
 extern bool pcs_full_page_writes(bool configured);
 
+/* recovery from a copy of a running cluster (pcs_copy_recovery.c) */
+extern Size pcs_copy_recovery_shmem_size(void);
+extern void pcs_copy_recovery_shmem_init(void);
+extern bool pcs_copy_recovery_active(void);
+extern void pcs_copy_recovery_consistent(void);
+extern void pcs_copy_recovery_checkpoint_begin(int flags);
+extern void pcs_copy_recovery_checkpoint_end(void);
+
 /* space held back for writing back pages on a full disk (pcs_reserve.c) */
 extern PGDLLIMPORT int compressed_tablespace_reserve;
 extern void pcs_reserve_fill(const char *versiondir, int elevel);

@@ -561,7 +561,8 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
  * new image, else into fresh units, then switch the entry.  extend says the
  * block may lie past the segment's end, which then moves.
  *
- * Why every crash point is safe (README.pcs has the whole argument):
+ * Why every crash point is safe (README.pcs has the whole argument; a copy
+ * of a running cluster is pcs_copy_recovery.c's):
  * - fresh units come from pcs_allocate(), which never hands out a unit
  *   twice in a server's life, nor one that an entry left on disk by an
  *   earlier life points to, so an entry on disk can only point to this
@@ -594,6 +595,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	uint8		image_flags;
 	BlockNumber nblocks;
 	bool		old_sound;
+	bool		in_place;
 	bool		relocated = false;
 	const PcsDict *dict;
 	int			dict_number = 0;
@@ -635,7 +637,15 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	old_sound = segblock < nblocks && !pcs_entry_is_empty(&old) &&
 		pcs_entry_check(&old, segblock, pcs_unit_limit(seg),
 						seg->shift) == PCS_SOUND;
-	if (old_sound && old.units >= pcs_units_for(len, seg->shift))
+
+	/*
+	 * While the server recovers from a copy of a running cluster, the old
+	 * units may be named by another block's entry too: write elsewhere
+	 * (pcs_copy_recovery.c).  Temporary relations are never in a copy.
+	 */
+	in_place = old_sound && old.units >= pcs_units_for(len, seg->shift) &&
+		(SmgrIsTemp(reln) || !pcs_copy_recovery_active());
+	if (in_place)
 	{
 		first = old.first_unit;
 		units = old.units;

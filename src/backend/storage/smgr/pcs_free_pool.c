@@ -48,7 +48,7 @@
 #include "port/pg_bitutils.h"
 #include "storage/bufmgr.h"
 #include "storage/lwlock.h"
-#include "storage/pcs_format.h"
+#include "storage/pcs.h"
 #include "storage/pcs_free_pool.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
@@ -718,6 +718,15 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 	bool		sync_early = false;
 
 	if (count == 0)
+		return false;
+
+	/*
+	 * Recovering from a copy of a running cluster, the copy's map may name
+	 * these units in another block's entry: neither keep nor punch them
+	 * (pcs_copy_recovery.c).  They are garbage until the next server start
+	 * finds them unreferenced.
+	 */
+	if (!reuse_now && pcs_copy_recovery_active())
 		return false;
 	if (!enableFsync)
 		reuse_now = true;
