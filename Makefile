@@ -17,6 +17,8 @@
 #   make check-upstream  upstream's own suites against the patched build
 #   make check-upstream-compressed  upstream's core, isolation, contrib and
 #                        recovery suites with every relation stored compressed
+#   make check-crash [CYCLES=200]  the long run of the OS-crash harness on
+#                        LazyFS (test/crash), compressed and control; as root
 #   make tree            the patched source as a git tree (build/postgresql)
 #   make refresh         write the tree's commits back into patches/ and src/
 #   make check-patches   fail unless patches/ and src/ reproduce the trees
@@ -95,7 +97,7 @@ PGMAKE := env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS PATH="$(BUILD_PATH)" \
 CHECK_DIR := $(BUILD)/check$(FLAVOUR_SUFFIX)
 
 .PHONY: all deps tree build install install-cassert check check-all check-quick \
-	check-patches check-upstream check-upstream-compressed demo move-minor \
+	check-patches check-upstream check-upstream-compressed check-crash demo move-minor \
 	refresh tree-reset clean distclean bench-toast fuzz
 
 all: install
@@ -178,6 +180,14 @@ check-upstream: install
 
 check-upstream-compressed: install
 	@$(TOP)/test/upstream/run-upstream-compressed.sh
+
+# The OS-crash harness's long run (test/crash/run-crash.sh): CYCLES crash
+# cycles with a compressed tablespace, then as many without compression
+# (the control); make check runs a few cycles of it.  Root only: LazyFS
+# is mounted for the test user by a root service.
+CYCLES ?= 200
+check-crash: install
+	@$(TOP)/test/crash/run-crash.sh $(CYCLES)
 
 demo: install
 	@$(TOP)/test/demo/run-demo.sh
