@@ -24,6 +24,9 @@ failures=()
 
 small_fs_umount "$LOGDIR/smallfs"
 reflink_fs_umount "$LOGDIR/reflinkfs"
+if [ "$(id -u)" = 0 ] && [ -d "$LOGDIR/lazyfs" ]; then
+	"$TOP/test/crash/lazyfs-service.sh" stop "$LOGDIR/lazyfs"
+fi
 rm -rf "$LOGDIR"
 mkdir -p "$LOGDIR"
 
@@ -100,6 +103,16 @@ if [ "$(id -u)" = 0 ]; then
 	else
 		export PGSTRATA_REFLINKFS="(could not mount an XFS file system with reflinks at $LOGDIR/reflinkfs)"
 	fi
+	# The OS-crash harness (test/crash) mounts LazyFS for the test user
+	# through a service root runs (/dev/fuse is root's): LazyFS is built
+	# once into build/lazyfs (a minute), then each pass starts the
+	# service.  A test given PGSTRATA_LAZYFS fails when it cannot use it.
+	if "$TOP/test/crash/build-lazyfs.sh" >"$LOGDIR/lazyfs-build.log" 2>&1 &&
+		"$TOP/test/crash/lazyfs-service.sh" start "$LOGDIR/lazyfs"; then
+		export PGSTRATA_LAZYFS=$LOGDIR/lazyfs
+	else
+		export PGSTRATA_LAZYFS="(could not build LazyFS or start its service: $LOGDIR/lazyfs-build.log)"
+	fi
 fi
 # The TAP scripts run PGSTRATA_TAP_JOBS at a time (default: one per CPU).
 # They spend much of their time waiting for servers to start, stop and
@@ -109,6 +122,9 @@ suite tap testmake prove-installcheck TAP_LEAVE_OUT="$tap_leave_out" \
 	PROVE_FLAGS="-j${PGSTRATA_TAP_JOBS:-$(nproc)}"
 small_fs_umount "$LOGDIR/smallfs"
 reflink_fs_umount "$LOGDIR/reflinkfs"
+if [ "$(id -u)" = 0 ]; then
+	"$TOP/test/crash/lazyfs-service.sh" stop "$LOGDIR/lazyfs"
+fi
 # On PostgreSQL 18, pg_upgrade from pgstrata on 17 (test/upgrade): it needs
 # 17's release build, build/install, which make PG=18 check-quick and make
 # check-all build first.  Release pass only, as the pipeline's tests.
