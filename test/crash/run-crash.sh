@@ -21,6 +21,8 @@
 #   CRASH_OUT       where the raw output goes (default build/crash/runs):
 #                   one log per mode, and the logs of a failed cycle
 #   PG_CONFIG       the installation to test (default build/install)
+#   CRASH_WORK      the work directory (default build/crash), its own for
+#                   each run that goes on at the same time
 #
 # Exits non-zero if any mode failed.  The last line of each mode's log says
 # how many cycles passed, failed and hung in LazyFS.
@@ -40,7 +42,7 @@ STANDBY_CYCLES=${STANDBY_CYCLES:-$((CYCLES / 10))}
 MODES=${MODES:-zstd none}
 FSYNC=${FSYNC:-on}
 PG_CONFIG=${PG_CONFIG:-$PG_INSTALL/bin/pg_config}
-WORK=$BUILD_ROOT/crash
+WORK=${CRASH_WORK:-$BUILD_ROOT/crash}
 CRASH_OUT=${CRASH_OUT:-$WORK/runs}
 
 if [ "$(id -u)" != 0 ]; then
