@@ -421,7 +421,7 @@ sub start_node
 	{
 		# a postmaster that is still starting: the pid in postmaster.pid
 		# may be unreadable if LazyFS hangs
-		my $pm = `pgrep -f -x 'postgres -D @{[$node->data_dir]}' 2>/dev/null`;
+		my $pm = `pgrep -o -f 'postgres -D @{[$node->data_dir]}\$' 2>/dev/null`;
 		$node->{_pid} = (split ' ', $pm)[0];
 		die $HANG if !$fs->responsive(10);
 		my $why = $timed ? 'timed out' : "failed: $err";
