@@ -675,7 +675,8 @@ sub keep_failure
 	return if !defined $keep || defined $first_failure;
 	my $dir = "$keep/failure-seed$seed";
 	make_path($dir);
-	for my $f (glob("$logdir/*.log"), glob("$tmp/load*"),
+	# the clients' scripts are left out: the seed makes them again
+	for my $f (glob("$logdir/*"), glob("$tmp/load*.out*"),
 		$pfs->log_file, $sfs->log_file)
 	{
 		copy($f, $dir) if -f $f;
