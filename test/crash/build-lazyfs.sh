@@ -29,6 +29,11 @@ BIN=$DIR/lazyfs/build/lazyfs
 # by an older version of it is made again.
 STAMP_VERSION=1
 
+# Two test runs (17's and 18's) may start at the same time: one builds.
+mkdir -p "$(dirname "$DIR")"
+exec 9>"$DIR.lock"
+flock 9
+
 if [ -x "$BIN" ] && [ "$(cat "$DIR/.built" 2>/dev/null)" = "$STAMP_VERSION" ]; then
 	echo "$BIN"
 	exit 0
