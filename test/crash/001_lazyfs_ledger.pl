@@ -118,7 +118,7 @@ my $bindir = $ENV{PG_CONFIG}
   ? `$ENV{PG_CONFIG} --bindir` : undef;
 chomp $bindir if defined $bindir;
 
-my %count = (passed => 0, failed => 0, hang => 0);
+my %count = (passed => 0, failed => 0, hang => 0, acked => 0, inflight => 0);
 my $first_failure;
 
 #--------------------------------------------------------------------------
@@ -619,6 +619,7 @@ sub check_ledger
 			if (same_rows($found, \%rows))
 			{
 				$next = $load[$i]{txn} + 1;
+				$count{inflight}++;
 			}
 		}
 		if (!defined $next)
@@ -641,6 +642,7 @@ sub check_ledger
 				  @stale[ 0 .. ($#stale < 4 ? $#stale : 4) ]) . ')';
 			next;
 		}
+		$count{acked} += $k - $load[0]{txn} + 1 if @load && $k >= $load[0]{txn};
 		$cl->{rows} = $found;
 		# transaction numbers are never reused: the next load starts past
 		# everything this one might have sent
@@ -841,6 +843,20 @@ diag(sprintf(
 		$sync_commit eq 'off' ? ', synchronous_commit off' : '',
 		$count{passed}, $count{failed},
 		$count{hang}));
+diag("crash harness: $count{acked} acknowledged transactions checked, "
+	  . "$count{inflight} transactions in flight at a crash found committed");
+if ($primary && server_pids($primary))
+{
+	my $sizes = eval {
+		$deadline = time + 60;
+		query($primary, $pfs,
+			q(SELECT pg_relation_size('lc') || ' bytes in the tablespace, '
+			  || pg_relation_size('lp') || ' bytes its plain twin, '
+			  || (SELECT count(*) FROM lc) || ' rows'));
+	};
+	# (pg_relation_size reports physical bytes in a compressed tablespace)
+	diag("crash harness: at the end, the ledger table takes $sizes") if $sizes;
+}
 is($first_failure, undef, 'no cycle failed');
 cmp_ok($count{passed}, '>', 0, 'at least one crash cycle was checked');
 
