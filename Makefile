@@ -17,6 +17,9 @@
 #   make check-upstream  upstream's own suites against the patched build
 #   make check-upstream-compressed  upstream's core, isolation, contrib and
 #                        recovery suites with every relation stored compressed
+#   make check-tools     pgBackRest and Citus built from their tarballs and run
+#                        against compressed tablespaces (test/tools; not in
+#                        make check)
 #   make check-crash [CYCLES=200]  the long run of the OS-crash harness on
 #                        LazyFS (test/crash), compressed and control; as root
 #   make tree            the patched source as a git tree (build/postgresql)
@@ -97,7 +100,7 @@ PGMAKE := env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS PATH="$(BUILD_PATH)" \
 CHECK_DIR := $(BUILD)/check$(FLAVOUR_SUFFIX)
 
 .PHONY: all deps tree build install install-cassert check check-all check-quick \
-	check-patches check-upstream check-upstream-compressed check-crash demo move-minor \
+	check-patches check-upstream check-upstream-compressed check-crash check-tools demo move-minor \
 	refresh tree-reset clean distclean bench-toast fuzz
 
 all: install
@@ -188,6 +191,15 @@ check-upstream-compressed: install
 CYCLES ?= 200
 check-crash: install
 	@$(TOP)/test/crash/run-crash.sh $(CYCLES)
+
+# pgBackRest's and Citus's workflows against compressed tablespaces, each
+# tool built from its tarball into build/tools (test/tools/README.md).
+# PG_CONFIG=/path/to/pg_config tests another installation (nothing is
+# built here then); PGBACKREST_TARBALL=... and CITUS_TARBALL=... name other
+# tarballs than ../shared/vendor's.
+export PGBACKREST_TARBALL CITUS_TARBALL
+check-tools: $(if $(PG_CONFIG),,install)
+	@PG_CONFIG="$(or $(PG_CONFIG),$(PREFIX)/bin/pg_config)" $(TOP)/test/tools/run-check-tools.sh
 
 demo: install
 	@$(TOP)/test/demo/run-demo.sh
