@@ -193,7 +193,7 @@ check-crash: install
 	@$(TOP)/test/crash/run-crash.sh $(CYCLES)
 
 # pgBackRest's and Citus's workflows against compressed tablespaces, each
-# tool built from its tarball into build/tools (test/tools/README.md).
+# tool built from its tarball into build/tools (doc/building-and-testing.md).
 # PG_CONFIG=/path/to/pg_config tests another installation (nothing is
 # built here then); PGBACKREST_TARBALL=... and CITUS_TARBALL=... name other
 # tarballs than ../shared/vendor's.

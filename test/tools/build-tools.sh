@@ -11,16 +11,16 @@
 #                          (./configure PG_CONFIG=..., make, make install)
 #                          with a PATH that holds no compiler cache
 #
-# Environment: TOP, PG_CONFIG, PGBACKREST_TARBALL, CITUS_TARBALL, TOOLS_DIR.
+# Environment: TOP, PG_CONFIG, TARBALL_PGBACKREST, TARBALL_CITUS, TOOLS_DIR.
 
 set -euo pipefail
 
-: "${TOP:?}" "${PG_CONFIG:?}" "${PGBACKREST_TARBALL:?}" "${CITUS_TARBALL:?}" "${TOOLS_DIR:?}"
+: "${TOP:?}" "${PG_CONFIG:?}" "${TARBALL_PGBACKREST:?}" "${TARBALL_CITUS:?}" "${TOOLS_DIR:?}"
 JOBS=${JOBS:-2}
 [ "$JOBS" -le 2 ] || JOBS=2
 
-for f in "$PGBACKREST_TARBALL" "$CITUS_TARBALL"; do
-	[ -f "$f" ] || { echo "error: $f: no such tarball (name one with PGBACKREST_TARBALL=... or CITUS_TARBALL=...)" >&2; exit 1; }
+for f in "$TARBALL_PGBACKREST" "$TARBALL_CITUS"; do
+	[ -f "$f" ] || { echo "error: $f: no such tarball (name one with make check-tools PGBACKREST_TARBALL=... or CITUS_TARBALL=...)" >&2; exit 1; }
 done
 [ -x "$PG_CONFIG" ] || { echo "error: $PG_CONFIG is not executable (make first, or name PG_CONFIG=...)" >&2; exit 1; }
 
@@ -66,7 +66,7 @@ unpack()
 # pgBackRest: meson against the copy's libpq, with the copy's library
 # directory as the run path.
 t0=$(date +%s)
-pgbr_src=$(unpack "$PGBACKREST_TARBALL")
+pgbr_src=$(unpack "$TARBALL_PGBACKREST")
 pgbr_obj=$TOOLS_DIR/obj/pgbackrest
 echo "--- building pgBackRest ($pgbr_src)"
 if [ ! -f "$pgbr_obj/build.ninja" ] || [ "$pgbr_src/.unpacked" -nt "$pgbr_obj/build.ninja" ]; then
@@ -84,7 +84,7 @@ echo "--- pgBackRest built in $(($(date +%s) - t0)) s; libpq: $(ldd "$TOOLS_DIR/
 # Citus: plain PGXS, as a user builds it.  PATH without any compiler
 # cache directory: the compiler is the one pg_config reports.
 t0=$(date +%s)
-citus_src=$(unpack "$CITUS_TARBALL")
+citus_src=$(unpack "$TARBALL_CITUS")
 NOCACHE_PATH=$(echo "$PATH" | tr : '\n' | grep -v ccache | paste -sd:)
 pg_cc=$("$PG/bin/pg_config" --cc)
 echo "--- building Citus ($citus_src) with plain PGXS; pg_config --cc: $pg_cc; PATH=$NOCACHE_PATH"

@@ -28,7 +28,7 @@
 # Sizes (apparent and allocated) of the primary, the repositories and the
 # restored copies are printed as "SIZE name apparent allocated".
 #
-# Environment: TOP, TOOLS_DIR, PG_BIN, PGBACKREST, PORT_BASE, SCALE (rows
+# Environment: TOP, TOOLS_DIR, PG_BIN, PGBR_BIN (pgbackrest), PORT_BASE, SCALE (rows
 # per table, default 400000), LOAD_RATE (transactions per second).
 
 set -euo pipefail
@@ -38,7 +38,7 @@ PORT=${PORT_BASE:-55430}
 ROWS=${SCALE:-400000}
 RATE=${LOAD_RATE:-300}
 W=$TOOLS_DIR/work/pgbackrest
-PGBR=$PGBACKREST
+PGBR=$PGBR_BIN
 
 # clean up: servers and the load this script started
 LOAD_PID=
@@ -168,7 +168,18 @@ nwarn_c=$(grep -c "pg_tblspc/$CTS_OID/" "$W/warnings-default.txt" || true)
 echo "RESULT full-default: $nwarn page warnings, $nwarn_c of them on files of the compressed tablespace (pg_tblspc/$CTS_OID)"
 [ "$nwarn" -gt 0 ] || fail "the default backup gave no page warning: did it check pages at all?"
 [ "$nwarn" = "$nwarn_c" ] || { grep -v "pg_tblspc/$CTS_OID/" "$W/warnings-default.txt"; fail "page warnings on files outside the compressed tablespace"; }
-LABEL_DEFAULT=$(pgbr info --output=json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["backup"][-1]["label"])')
+# info_json FILE: pgbackrest info as JSON (retried: it may meet a lock)
+info_json()
+{
+	for _ in 1 2 3 4 5; do
+		pgbr info --output=json >"$1" 2>"$1.err" && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null && return 0
+		sleep 2
+	done
+	cat "$1" "$1.err"
+	fail "pgbackrest info --output=json"
+}
+info_json "$W/info-default.json"
+LABEL_DEFAULT=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["backup"][-1]["label"])' "$W/info-default.json")
 
 # 2. the recommended settings (checksum-page=n in the stanza)
 backup full --repo=1 --type=full
@@ -184,7 +195,7 @@ backup incr-block --repo=2 --type=incr
 if grep -E 'WARN|ERROR' "$W/backup-full-block.log" "$W/backup-incr-block.log"; then fail "a repo2 backup warned"; fi
 
 pgbr info >"$W/info.txt"
-pgbr info --output=json >"$W/info.json"
+info_json "$W/info.json"
 cat "$W/info.txt"
 # info marks exactly the default backup as having errors
 python3 - "$W/info.json" "$LABEL_DEFAULT" <<'EOF'

@@ -32,14 +32,17 @@ case "${PGSTRATA_PG:-17}" in
 esac
 PG_CONFIG=${PG_CONFIG:-$default_install/bin/pg_config}
 VENDOR=$(cd "$TOP/.." && pwd)/shared/vendor
-PGBACKREST_TARBALL=${PGBACKREST_TARBALL:-$VENDOR/pgbackrest-2.59.1.tar.gz}
-CITUS_TARBALL=${CITUS_TARBALL:-$VENDOR/citus-13.2.2.tar.gz}
+# (passed on as TARBALL_*: pgBackRest reads every PGBACKREST_* variable of
+# its environment as an option, and warns about unknown ones)
+TARBALL_PGBACKREST=${PGBACKREST_TARBALL:-$VENDOR/pgbackrest-2.59.1.tar.gz}
+TARBALL_CITUS=${CITUS_TARBALL:-$VENDOR/citus-13.2.2.tar.gz}
+unset PGBACKREST_TARBALL CITUS_TARBALL
 CHECK_TOOLS=${CHECK_TOOLS:-pgbackrest citus}
 [ -x "$PG_CONFIG" ] || { echo "error: $PG_CONFIG: no pg_config (run make first, or name PG_CONFIG=...)" >&2; exit 1; }
 major=$("$PG_CONFIG" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
 TOOLS_DIR=$TOP/build/tools/$major
 LOGS=$TOOLS_DIR/logs
-export PG_CONFIG PGBACKREST_TARBALL CITUS_TARBALL TOOLS_DIR
+export PG_CONFIG TARBALL_PGBACKREST TARBALL_CITUS TOOLS_DIR
 mkdir -p "$LOGS"
 
 if [ "$(id -u)" = 0 ]; then
@@ -54,8 +57,8 @@ summary=$LOGS/summary.txt
 	echo "make check-tools: $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo "machine: $(nproc) cores, $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
 	echo "PG_CONFIG: $PG_CONFIG ($("$PG_CONFIG" --version))"
-	echo "pgBackRest: $PGBACKREST_TARBALL"
-	echo "Citus: $CITUS_TARBALL"
+	echo "pgBackRest: $TARBALL_PGBACKREST"
+	echo "Citus: $TARBALL_CITUS"
 } >"$summary"
 
 status=0
@@ -72,7 +75,7 @@ grep -E '^--- (pgBackRest|Citus) built' "$LOGS/build.log" >>"$summary"
 
 # The servers run as the test user, who must reach the copy and write the
 # work directory.
-export PG_BIN=$TOOLS_DIR/pg/bin PGBACKREST=$TOOLS_DIR/bin/pgbackrest
+export PG_BIN=$TOOLS_DIR/pg/bin PGBR_BIN=$TOOLS_DIR/bin/pgbackrest
 mkdir -p "$TOOLS_DIR/work"
 [ "$(id -u)" = 0 ] && chown "$TEST_USER:" "$TOOLS_DIR/work"
 
