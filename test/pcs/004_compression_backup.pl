@@ -152,8 +152,9 @@ my $tcopy = "$backup_dir/"
 ok(-s $tcopy > 2101248 && (stat $tcopy)[12] * 512 < (-s $tcopy) - 1024 * 1024,
 	'the backup\'s copy of a compressed segment keeps its 2 MB map sparse');
 my $dump_at_backup = dumpall($primary);
-# the reserve of the compressed tablespace is left out (pcs_reserve.c)
-my $reserve = 'pg_tblspc/*/PG_*/pgstrata_reserve';
+# the reserve of the compressed tablespace is left out (pcs_reserve.c): it
+# lies in the tablespace's pgsql_tmp, which backups leave out
+my $reserve = 'pg_tblspc/*/PG_*/pgsql_tmp/pgstrata_reserve';
 is(scalar(my @r1 = glob($primary->data_dir . "/$reserve")),
 	1, 'the primary\'s compressed tablespace has its reserve');
 is(scalar(my @r2 = glob("$backup_dir/$reserve")),

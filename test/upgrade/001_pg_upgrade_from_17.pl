@@ -138,7 +138,7 @@ SELECT bt_index_check('big_pkey', true);)),
 	my ($new_dir) = glob("$ts/PG_18_*");
 	ok(defined $new_dir && -e "$new_dir/pgstrata_compression",
 		"$label: the tablespace has its 18 version directory and marker");
-	ok(-e "$new_dir/pgstrata_reserve", "$label: and its reserve");
+	ok(-e "$new_dir/pgsql_tmp/pgstrata_reserve", "$label: and its reserve");
 	my $datadir = $new->data_dir;
 	my %path = map {
 		$_ => "$datadir/"

@@ -88,13 +88,24 @@ pcs_version_known(uint32 version)
 #define PCS_MARKER_FILE		"pgstrata_compression"
 
 /*
- * Also there: space held back for writing back pages of compressed relations
- * when the file system is full (pcs_reserve.c).  Base backups and pg_rewind
- * leave it out; the checkpointer makes it again.
+ * Space held back for writing back pages of compressed relations when the
+ * file system is full (pcs_reserve.c): a file of this name in the
+ * tablespace's temporary-files directory (pgsql_tmp in its version
+ * directory, which PostgreSQL makes there for temporary files too), so that
+ * every backup tool leaves it out as it leaves out temporary files
+ * (pg_basebackup, pg_rewind, pgBackRest, WAL-G), and pg_checksums skips
+ * it.  Server start keeps it (patch 0031: it is not a temporary file).  The
+ * checkpointer makes it again wherever it is missing.  Builds before
+ * December 2026 kept it in the version directory itself, under the same
+ * name; the checkpointer removes that one when it makes the new one.
  */
+#define PCS_RESERVE_DIR		"pgsql_tmp"
 #define PCS_RESERVE_FILE	"pgstrata_reserve"
 
-/* Is a file of a tablespace's version directory one of the two above? */
+/*
+ * Is a file of a tablespace's version directory (or of its temporary-files
+ * directory) one of the two above?
+ */
 static inline bool
 pcs_is_tablespace_file(const char *name)
 {

@@ -81,6 +81,8 @@ extern void pcs_init_segment_file(File vfd, BlockNumber segno,
 								  PcsAlgorithm algorithm, int level,
 								  bool sync);
 extern bool pcs_map_chunk_readable(PcsSegment *seg, int chunk);
+extern int	pcs_seg_back_units(SMgrRelation reln, PcsSegment *seg,
+							   uint32 first, uint32 count, bool writeback);
 extern void pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg,
 								BlockNumber segblock, bool writeback);
 extern void pcs_register_dirty(SMgrRelation reln, ForkNumber forknum,

@@ -597,6 +597,8 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	bool		old_sound;
 	bool		in_place;
 	bool		relocated = false;
+	bool		reused = false;
+	PcsFreeKey	key;
 	const PcsDict *dict;
 	int			dict_number = 0;
 	bool		sync_early = false;
@@ -609,6 +611,10 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 				(errcode_for_file_access(),
 				 errmsg("could not write block %u in file \"%s\": segment does not exist",
 						blkno, PGSTRATA_RELPATH(reln->smgr_rlocator, forknum))));
+
+	/* an extension is refused where md's would fail, for want of a block */
+	if (extend && segblock >= pcs_seg_nblocks(seg))
+		pcs_reserve_check_extension(FilePathName(seg->vfd), 1);
 
 	/* before anything is written, as the map is stored to last */
 	pcs_map_chunk_ready(reln, seg, segblock, !extend);
@@ -652,13 +658,29 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	}
 	else
 	{
-		PcsFreeKey	key;
-
 		/* a block that had a sound allocation too small for it has grown */
 		units = pcs_units_to_allocate(len, old_sound, seg->shift);
 		pcs_free_key(reln, forknum, segno, &key);
-		if (pcs_claim_units(&key, units, &first))
+		reused = pcs_claim_units(&key, units, &first);
+		if (reused)
+		{
+			int			ret;
+
 			PGSTRATA_INJECTION_POINT("pcs-write-reuse");
+			ret = pcs_seg_back_units(reln, seg, first, units, !extend);
+			if (ret != 0)
+			{
+				/* nobody points to them: reusable again at once */
+				pcs_free_units(&key, seg->shift, first, units, true, false,
+							   -1);
+				errno = ret;
+				ereport(ERROR,
+						(errcode_for_file_access(),
+						 errmsg("could not write block %u in file \"%s\": %m",
+								blkno, FilePathName(seg->vfd)),
+						 errhint("Check free disk space.")));
+			}
+		}
 		else
 			first = pcs_allocate(reln, seg, units, !extend);
 		relocated = true;
@@ -669,11 +691,19 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	Assert((uint64) first + units <= pcs_unit_limit(seg) || !relocated);
 	if (FileWrite(seg->vfd, src, len, pcs_unit_offset(first, seg->shift),
 				  extend ? WAIT_EVENT_DATA_FILE_EXTEND : WAIT_EVENT_DATA_FILE_WRITE) != len)
+	{
+		int			save_errno = errno;
+
+		/* units claimed from the pool go back: no entry points to them */
+		if (reused)
+			pcs_free_units(&key, seg->shift, first, units, true, false, -1);
+		errno = save_errno;
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not write block %u in file \"%s\": %m",
 						blkno, FilePathName(seg->vfd)),
 				 errhint("Check free disk space.")));
+	}
 	pcs_count_io_bytes(len);
 	PGSTRATA_INJECTION_POINT("pcs-write-after-image");
 	if (first != old.first_unit && !pcs_entry_is_empty(&old))
@@ -691,9 +721,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	 */
 	if (relocated && old_sound)
 	{
-		PcsFreeKey	key;
-
-		pcs_free_key(reln, forknum, segno, &key);
+		/* key was filled in when fresh units were sought */
 		sync_early = pcs_free_units(&key, seg->shift, old.first_unit,
 									old.units, SmgrIsTemp(reln), false,
 									seg->vfd);
@@ -913,6 +941,11 @@ pcs_zeroextend(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 		pcs_fill_segments_before(reln, forknum, segno, skipFsync);
 		seg = pcs_getseg(reln, forknum, segno, true);
 		cur = pcs_seg_nblocks(seg);
+
+		/* refused where md's would fail: no space for a block each */
+		if (to > Max(cur, from))
+			pcs_reserve_check_extension(FilePathName(seg->vfd),
+										to - Max(cur, from));
 
 		/* entries past the old end mean nothing: clear them first */
 		pcs_seg_clear(seg, Min(cur, from), to);

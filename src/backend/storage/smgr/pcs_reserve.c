@@ -15,7 +15,9 @@
  * cannot start, because the end-of-recovery checkpoint fails the same way.
  *
  * So each compressed tablespace keeps a file of compressed_tablespace_reserve
- * megabytes of allocated space, PCS_RESERVE_FILE in its version directory.
+ * megabytes of allocated space (by default as much as shared_buffers),
+ * PCS_RESERVE_FILE in the temporary-files directory of its version
+ * directory (pcs_format.h says why there).
  * When a segment cannot grow for want of space (ENOSPC, EDQUOT) while a
  * block is written back (never while one is extended: that is where md
  * fails too, and new data must not eat what old data needs), the writer
@@ -26,11 +28,21 @@
  * it.  The checkpointer restores the reserve at the end of each checkpoint
  * or restartpoint, and CREATE TABLESPACE makes it first.
  *
+ * The reserve is for pages that exist.  Extending a compressed fork
+ * allocates nothing (a new block has no image until it is written), so
+ * without a check the statements that add data would go on succeeding on
+ * a full file system and leave the write-backs to spend the reserve; md
+ * fails such a statement instead, since it allocates a block's space when
+ * it extends.  So does an extension here: pcs_reserve_check_extension()
+ * refuses one that the file system's free space cannot back at a block
+ * per new page, as md would need.  Redo is not refused (the reserve
+ * covers it): a server that cannot replay its WAL cannot start.
+ *
  * The reserve is not crash-safe and need not be: an OS crash that loses its
  * growth leaves a smaller reserve until the next checkpoint.  It is not
- * WAL-logged either: every server, standbys included, keeps its own.  Base
- * backups, pg_rewind and pg_tablespace_size() leave it out, and
- * pg_checksums skips it.
+ * WAL-logged either: every server, standbys included, keeps its own.  Backup
+ * tools, pg_rewind and pg_tablespace_size() leave it out, and pg_checksums
+ * skips it.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -43,17 +55,22 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "catalog/pg_tablespace_d.h"
 #include "common/relpath.h"
+#include "access/xlogutils.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/pcs.h"
 #include "utils/timestamp.h"
 
-/* compressed_tablespace_reserve: megabytes held back per tablespace */
-int			compressed_tablespace_reserve = 64;
+/*
+ * compressed_tablespace_reserve: megabytes held back per tablespace; -1,
+ * the default, holds back as much as shared_buffers (pcs_reserve_target())
+ */
+int			compressed_tablespace_reserve = -1;
 
 /*
  * What is given back is rounded up to this: the space a truncation frees
@@ -65,19 +82,32 @@ int			compressed_tablespace_reserve = 64;
 /* How often a process says that it takes from a reserve, at most */
 #define PCS_RESERVE_WARN_MS	60000
 
-/* The configured size of the reserve, in bytes */
+/*
+ * The size of the reserve, in bytes.  What it must cover is what the pages
+ * written between two checkpoints may grow by, at most a block each, and
+ * the pages that can wait to be written are at most the buffer pool: by
+ * default it is as large as shared_buffers.
+ */
 static off_t
 pcs_reserve_target(void)
 {
+	if (compressed_tablespace_reserve < 0)
+		return (off_t) NBuffers * BLCKSZ;
 	return (off_t) compressed_tablespace_reserve * 1024 * 1024;
 }
 
-/* Path of the reserve of a tablespace */
+/*
+ * Path of the reserve of the tablespace whose version directory is given;
+ * where builds before December 2026 kept it, if old
+ */
 static void
-pcs_reserve_path(char *path, Oid spcOid)
+pcs_reserve_path(char *path, const char *versiondir, bool old)
 {
-	snprintf(path, MAXPGPATH, "pg_tblspc/%u/%s/%s", spcOid,
-			 TABLESPACE_VERSION_DIRECTORY, PCS_RESERVE_FILE);
+	if (old)
+		snprintf(path, MAXPGPATH, "%s/%s", versiondir, PCS_RESERVE_FILE);
+	else
+		snprintf(path, MAXPGPATH, "%s/%s/%s", versiondir, PCS_RESERVE_DIR,
+				 PCS_RESERVE_FILE);
 }
 
 /*
@@ -136,7 +166,25 @@ pcs_reserve_fill(const char *versiondir, int elevel)
 	int			ret = 0;
 
 	Assert(elevel <= WARNING);
-	snprintf(path, sizeof(path), "%s/%s", versiondir, PCS_RESERVE_FILE);
+
+	/* the reserve of an earlier build goes first: its space is needed */
+	pcs_reserve_path(path, versiondir, true);
+	if (unlink(path) != 0 && errno != ENOENT)
+		ereport(elevel,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", path)));
+
+	/* PostgreSQL makes the directory for temporary files too, on demand */
+	snprintf(path, sizeof(path), "%s/%s", versiondir, PCS_RESERVE_DIR);
+	if (MakePGDirectory(path) != 0 && errno != EEXIST)
+	{
+		ereport(elevel,
+				(errcode_for_file_access(),
+				 errmsg("could not create directory \"%s\": %m", path)));
+		return;
+	}
+
+	pcs_reserve_path(path, versiondir, false);
 	fd = OpenTransientFile(path, O_RDWR | O_CREAT | PG_BINARY);
 	if (fd < 0)
 	{
@@ -166,8 +214,8 @@ pcs_reserve_fill(const char *versiondir, int elevel)
 		errno = ret;
 		ereport(elevel,
 				(errcode_for_file_access(),
-				 errmsg("could not allocate %d MB for the reserve \"%s\": %m",
-						compressed_tablespace_reserve, path),
+				 errmsg("could not allocate %lld MB for the reserve \"%s\": %m",
+						(long long) (target / (1024 * 1024)), path),
 				 errdetail("Pages of compressed relations that need more space when they are written back can use only what is left of the reserve."),
 				 errhint("Free disk space in the tablespace.")));
 	}
@@ -214,6 +262,7 @@ pcs_reserve_fill_all(void)
 bool
 pcs_reserve_release(Oid spcOid, off_t need)
 {
+	char		versiondir[MAXPGPATH];
 	char		path[MAXPGPATH];
 	off_t		target = pcs_reserve_target();
 	off_t		floor;
@@ -229,8 +278,16 @@ pcs_reserve_release(Oid spcOid, off_t need)
 	/* the checkpointer's share is the second half */
 	floor = (AmCheckpointerProcess() || AmStartupProcess()) ? 0 : target / 2;
 
-	pcs_reserve_path(path, spcOid);
+	/* an earlier build's reserve serves until a checkpoint moves it */
+	snprintf(versiondir, sizeof(versiondir), "pg_tblspc/%u/%s", spcOid,
+			 TABLESPACE_VERSION_DIRECTORY);
+	pcs_reserve_path(path, versiondir, false);
 	fd = OpenTransientFile(path, O_RDWR | PG_BINARY);
+	if (fd < 0 && errno == ENOENT)
+	{
+		pcs_reserve_path(path, versiondir, true);
+		fd = OpenTransientFile(path, O_RDWR | PG_BINARY);
+	}
 	if (fd < 0)
 		return false;
 	if (fstat(fd, &st) != 0 || st.st_size <= floor)
@@ -262,7 +319,57 @@ pcs_reserve_release(Oid spcOid, off_t need)
 					spcOid),
 			 errdetail("%lld kB of the reserve are left.",
 					   (long long) (size / 1024)),
-			 errhint("Free disk space in the tablespace; the checkpointer restores the reserve of %d MB when it can.",
-					 compressed_tablespace_reserve)));
+			 errhint("Free disk space in the tablespace; the checkpointer restores the reserve of %lld MB when it can.",
+					 (long long) (target / (1024 * 1024)))));
 	return true;
+}
+
+/*
+ * Remove the reserve of a tablespace being dropped, wherever a build put it
+ * (no error in redo).  Called before the version directory's subdirectories
+ * are removed: the temporary-files directory must be empty by then.
+ */
+void
+pcs_reserve_remove(const char *versiondir, bool redo)
+{
+	char		path[MAXPGPATH];
+
+	for (int old = 0; old <= 1; old++)
+	{
+		pcs_reserve_path(path, versiondir, old);
+		if (unlink(path) < 0 && errno != ENOENT)
+			ereport(redo ? LOG : ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not remove file \"%s\": %m", path)));
+	}
+}
+
+/*
+ * Refuse to extend the compressed fork whose segment is the file at path by
+ * nblocks blocks if its file system cannot back them at a block each, as
+ * md.c's extension would need: the statement that adds data is then the
+ * one that meets a full file system, as on md, and not the write-backs of
+ * the pages already there, which the reserve is for.  One statvfs() per
+ * extension; heap relations extend many blocks at a time.
+ */
+void
+pcs_reserve_check_extension(const char *path, int nblocks)
+{
+	struct statvfs fs;
+	uint64		avail;
+
+	if (InRecovery)
+		return;
+	if (statvfs(path, &fs) != 0)
+		return;					/* nothing to go by: as before */
+	avail = (uint64) fs.f_bavail * fs.f_frsize;
+	if (avail >= (uint64) nblocks * BLCKSZ)
+		return;
+	errno = ENOSPC;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("could not extend file \"%s\": %m", path),
+			 errdetail("The file system has %llu kB free, less than the %d new blocks may need when they are written.",
+					   (unsigned long long) (avail / 1024), nblocks),
+			 errhint("Check free disk space.")));
 }

@@ -638,6 +638,38 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit,
 }
 
 /*
+ * Give storage to units [first, first + count) of a segment before an image
+ * is written into them.  Units reused from the free pool lie in holes that
+ * were punched when they became reusable (pcs_free_pool.c), and a write
+ * into a hole needs new space as growth does: on a full file system it
+ * would fail with ENOSPC without ever touching the tablespace's reserve.
+ * So, as growth does (pcs_ensure_capacity()), this allocates the range
+ * first, and a write-back (writeback) that finds the file system full takes
+ * what it needs from the reserve.  Bytes already there are left as they
+ * are.  Returns 0 or the error number; where the file system has no
+ * fallocate(), 0, since nothing could have been punched there either.
+ */
+int
+pcs_seg_back_units(SMgrRelation reln, PcsSegment *seg, uint32 first,
+				   uint32 count, bool writeback)
+{
+	off_t		len = (off_t) count << seg->shift;
+	int			ret;
+
+	Assert(count > 0 && (uint64) first + count <= pcs_unit_limit(seg));
+	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
+	do
+	{
+		ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
+							pcs_unit_offset(first, seg->shift), len);
+	} while ((ret == ENOSPC || ret == EDQUOT) && writeback &&
+			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid, len));
+	if (ret == EOPNOTSUPP || ret == EINVAL)
+		ret = 0;
+	return ret;
+}
+
+/*
  * Make sure the chunk of the map holding the entry of segblock has storage
  * before an entry is stored into it through the mapping.  The map is
  * sparse; the first store into a part that is a hole makes the file system

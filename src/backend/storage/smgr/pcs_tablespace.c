@@ -412,24 +412,20 @@ pcs_redo_tablespace(XLogReaderState *record, Oid tablespaceoid)
 }
 
 /*
- * Remove the reserve and the marker of a tablespace being dropped (no error
- * in redo), the marker last.
+ * Remove the marker of a tablespace being dropped (no error in redo), once
+ * nothing else is left in its version directory; the reserve went first
+ * (pcs_reserve_remove())
  */
 void
 pcs_remove_tablespace_marker(const char *versiondir, bool redo)
 {
-	static const char *const files[] = {PCS_RESERVE_FILE, PCS_MARKER_FILE};
+	char	   *path = psprintf("%s/%s", versiondir, PCS_MARKER_FILE);
 
-	for (int i = 0; i < lengthof(files); i++)
-	{
-		char	   *path = psprintf("%s/%s", versiondir, files[i]);
-
-		if (unlink(path) < 0 && errno != ENOENT)
-			ereport(redo ? LOG : ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not remove file \"%s\": %m", path)));
-		pfree(path);
-	}
+	if (unlink(path) < 0 && errno != ENOENT)
+		ereport(redo ? LOG : ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not remove file \"%s\": %m", path)));
+	pfree(path);
 }
 
 /* ALTER TABLESPACE may not change or reset the compression settings */
