@@ -13,7 +13,8 @@
 #   2. full backup to repo1 with the settings doc/operations.md
 #      recommends (checksum-page=n): no warning, info reports no error;
 #   3. incremental backup to repo1;
-#   4. full and block-incremental backups to repo2 (bundle, block);
+#   4. full and block-incremental backups to repo2 (bundle, block), and
+#      pgbackrest verify of both repositories;
 #   5. the load stops; restores elsewhere (tablespaces mapped) of the
 #      incremental and the block-incremental backup, a restore of the
 #      first full backup to its consistent point, and a delta restore into
@@ -92,7 +93,8 @@ init_cluster "$W/primary" "$PORT" \
 	"archive_mode = on" \
 	"archive_command = '$PGBR --config=$CONF --stanza=main archive-push %p'" \
 	"wal_level = replica" \
-	"autovacuum_naptime = 5s"
+	"autovacuum_naptime = 5s" \
+	"checkpoint_timeout = 30s"
 start_cluster "$W/primary"
 psql_at "$PORT" postgres "CREATE TABLESPACE cts LOCATION '$W/ts_c' WITH (compression = 'zstd')"
 psql_at "$PORT" postgres "CREATE TABLESPACE pts LOCATION '$W/ts_p'"
@@ -193,6 +195,13 @@ backup full-block --repo=2 --type=full
 sleep 10
 backup incr-block --repo=2 --type=incr
 if grep -E 'WARN|ERROR' "$W/backup-full-block.log" "$W/backup-incr-block.log"; then fail "a repo2 backup warned"; fi
+
+# verify: every file of both repositories against its checksum, and the
+# archive's continuity
+t0=$(now_s)
+pgbr verify >"$W/verify.log" 2>&1 || { tail -20 "$W/verify.log"; fail "pgbackrest verify"; }
+if grep -E 'WARN|ERROR' "$W/verify.log"; then fail "pgbackrest verify reported problems"; fi
+echo "RESULT verify: pgbackrest verify of both repositories reports no problem ($(($(now_s) - t0)) s)"
 
 pgbr info >"$W/info.txt"
 info_json "$W/info.json"

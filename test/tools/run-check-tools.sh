@@ -37,9 +37,19 @@ VENDOR=$(cd "$TOP/.." && pwd)/shared/vendor
 TARBALL_PGBACKREST=${PGBACKREST_TARBALL:-$VENDOR/pgbackrest-2.59.1.tar.gz}
 TARBALL_CITUS=${CITUS_TARBALL:-$VENDOR/citus-13.2.2.tar.gz}
 unset PGBACKREST_TARBALL CITUS_TARBALL
-CHECK_TOOLS=${CHECK_TOOLS:-pgbackrest citus}
 [ -x "$PG_CONFIG" ] || { echo "error: $PG_CONFIG: no pg_config (run make first, or name PG_CONFIG=...)" >&2; exit 1; }
 major=$("$PG_CONFIG" --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')
+# Citus 13.2 supports PostgreSQL 15 to 17: on 18, pgBackRest only unless
+# CHECK_TOOLS says otherwise
+skipped=
+if [ -z "${CHECK_TOOLS:-}" ]; then
+	CHECK_TOOLS="pgbackrest citus"
+	if [ "$major" -ge 18 ]; then
+		CHECK_TOOLS=pgbackrest
+		skipped="citus: skipped (Citus 13.2 builds against PostgreSQL 15 to 17 only; CHECK_TOOLS=citus and CITUS_TARBALL=... to try another release)"
+	fi
+fi
+export CHECK_TOOLS
 TOOLS_DIR=$TOP/build/tools/$major
 LOGS=$TOOLS_DIR/logs
 export PG_CONFIG TARBALL_PGBACKREST TARBALL_CITUS TOOLS_DIR
@@ -90,6 +100,7 @@ for part in $CHECK_TOOLS; do
 	fi
 	grep -E '^(RESULT|TIME|SIZE|RATIO-TOTAL|LOAD|PLACEMENT|BACKUP)' "$LOGS/$part.log" | sed 's/^/  /' >>"$summary"
 done
+[ -z "$skipped" ] || echo "$skipped" >>"$summary"
 echo "check-tools: $([ $status = 0 ] && echo passed || echo FAILED) in $(($(now_s) - t_start)) s" >>"$summary"
 cat "$summary"
 exit $status
