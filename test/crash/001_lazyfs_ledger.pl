@@ -635,7 +635,7 @@ sub check_ledger
 			  "client $c (acknowledged up to txn $k): "
 			  . scalar(@missing) . ' rows missing ('
 			  . join(',', @missing[ 0 .. ($#missing < 4 ? $#missing : 4) ])
-			  . '), ' . scalar(@extra) . ' rows never committed ('
+			  . '), ' . scalar(@extra) . ' rows that should not be there ('
 			  . join(',', @extra[ 0 .. ($#extra < 4 ? $#extra : 4) ])
 			  . '), ' . scalar(@stale) . ' rows at another transaction ('
 			  . join(',', map { "$_: txn $found->{$_}[0], want $rows{$_}[0]" }
