@@ -48,4 +48,16 @@
 #define PGSTRATA_INJECTION_POINT(name) INJECTION_POINT(name)
 #endif
 
+/*
+ * pgstat_count_io_op_time() for one operation that moves no bytes: 18
+ * added the byte count
+ */
+#if PG_VERSION_NUM >= 180000
+#define PGSTRATA_COUNT_IO_OP_TIME(io_object, io_context, io_op, start) \
+	pgstat_count_io_op_time(io_object, io_context, io_op, start, 1, 0)
+#else
+#define PGSTRATA_COUNT_IO_OP_TIME(io_object, io_context, io_op, start) \
+	pgstat_count_io_op_time(io_object, io_context, io_op, start, 1)
+#endif
+
 #endif							/* PGSTRATA_COMPAT_H */

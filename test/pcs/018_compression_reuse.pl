@@ -13,7 +13,9 @@
 #    began after the free: a refill before any checkpoint lands above the
 #    units the truncation freed, a refill after one lands in them.
 # 3. Pages that outgrow their units move; the units they leave are reused
-#    and given back, so an update-heavy loop does not grow the file either.
+#    and given back, so an update-heavy loop does not grow the file either;
+#    the early fsync of a segment that has a megabyte of them waiting is
+#    the background writer's, never a backend's.
 # 4. A server restart finds the free units again from the map, reuses them
 #    only after the segment's first fsync of the new generation, and the
 #    units of a table dropped in between are never handed to another.
@@ -265,6 +267,47 @@ $reserve = reserve();
 cmp_ok($after, '<=', 1.25 * $live + $reserve + 64 * 1024,
 	"after rows grew in 8 rounds the file holds at most 1.25 times its live images ($after bytes, $live live, $reserve reserve)");
 check('relocations');
+
+# 3b. The early fsync of a segment with a megabyte of freed units waiting
+# is the background writer's.  A writer that frees units holds the
+# buffer's content lock and has its I/O in progress; it used to fsync the
+# whole segment right there, so everything that needed the buffer waited.
+# Now it asks the background writer (pcs_free_want_sync()).  Backends write
+# the pages here (the background writer writes none), which outgrow their
+# units and move: no client backend fsyncs, the background writer does,
+# with no checkpoint in between.
+$node->safe_psql('postgres', q(
+ALTER SYSTEM SET bgwriter_lru_maxpages = 0;
+SELECT pg_reload_conf();
+CREATE TABLE big (id int, payload text) WITH (fillfactor = 50) TABLESPACE cts;
+INSERT INTO big SELECT g, md5(g::text) FROM generate_series(1, 200000) g;
+CHECKPOINT;
+SELECT pg_stat_reset_shared('io');
+));
+$node->safe_psql('postgres',
+	"UPDATE big SET payload = md5(id::text) || md5((id + 1)::text) || md5((id + 2)::text)");
+$node->poll_query_until('postgres', q(
+SELECT fsyncs > 0 FROM pg_stat_io
+WHERE backend_type = 'background writer' AND object = 'relation' AND context = 'normal'))
+  or diag('the background writer did no fsync');
+is( $node->safe_psql(
+		'postgres', q(
+SELECT sum(fsyncs) FROM pg_stat_io
+WHERE backend_type = 'client backend' AND object = 'relation')),
+	'0',
+	'no client backend fsyncs a segment, however many units its writes free');
+cmp_ok(
+	$node->safe_psql(
+		'postgres', q(
+SELECT fsyncs FROM pg_stat_io
+WHERE backend_type = 'background writer' AND object = 'relation' AND context = 'normal')),
+	'>', 0,
+	'the background writer fsyncs them early, with no checkpoint');
+$node->safe_psql('postgres', q(
+DROP TABLE big;
+ALTER SYSTEM RESET bgwriter_lru_maxpages;
+SELECT pg_reload_conf();
+));
 
 # 4. A restart: the free units are found again from the map by the first
 # write of the new generation in the segment, and reused only once the

@@ -87,6 +87,7 @@ extern bool pcs_segment_view(SMgrRelation reln, ForkNumber forknum,
 extern PcsMapEntry pcs_view_entry(const PcsSegmentView *view,
 								  BlockNumber segblock);
 extern bool pcs_fork_is_compressed(SMgrRelation reln, ForkNumber forknum);
+extern void pcs_sync_wanted_segments(void);
 
 /* what a dictionary gains on the pages sampled to train it */
 typedef struct PcsDictGain

@@ -740,12 +740,13 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 
 		/*
 		 * Units freed here wait for the segment's next fsync; once a megabyte
-		 * waits, this writer fsyncs it now rather than leave a checkpoint
-		 * interval of rewrites as garbage.  (A caller that skips the fsync
-		 * syncs the fork itself, soon.)
+		 * waits, the background writer fsyncs it soon rather than leave a
+		 * checkpoint interval of rewrites as garbage.  Not here: this process
+		 * holds the buffer's content lock and its I/O.  (A caller that skips
+		 * the fsync syncs the fork itself, soon.)
 		 */
 		if (sync_early)
-			pcs_sync_now(reln, forknum, seg, WAIT_EVENT_DATA_FILE_SYNC);
+			pcs_free_want_sync(&key);
 	}
 }
 
@@ -784,6 +785,39 @@ pcs_view_entry(const PcsSegmentView *view, BlockNumber segblock)
 {
 	Assert(view->seg != NULL && view->seg->header == view->header);
 	return pcs_map_entry(view->seg, segblock);
+}
+
+/*
+ * fsync the segments whose early fsync writers asked for: called by the
+ * background writer before each of its rounds (patch 0036).  A writer that
+ * has freed a megabyte of units in a segment since its last fsync holds a
+ * buffer's content lock, so it asks instead of fsyncing itself
+ * (pcs_free_want_sync()); the fsync makes those units reusable
+ * (pcs_sync_done()), as the checkpoint's would.  A segment gone since, or
+ * no longer compressed, is skipped.
+ */
+void
+pcs_sync_wanted_segments(void)
+{
+	PcsFreeKey	keys[16];
+	int			n;
+
+	while ((n = pcs_take_wanted_syncs(keys, lengthof(keys))) > 0)
+	{
+		for (int i = 0; i < n; i++)
+		{
+			SMgrRelation reln = smgropen(keys[i].rlocator, keys[i].backend);
+			PcsSegment *seg;
+
+			Assert(keys[i].backend == INVALID_PROC_NUMBER);
+			if (!pcs_fork_is_compressed(reln, keys[i].forknum))
+				continue;
+			seg = pcs_getseg(reln, keys[i].forknum, keys[i].segno, false);
+			if (seg != NULL)
+				pcs_sync_now(reln, keys[i].forknum, seg,
+							 WAIT_EVENT_DATA_FILE_SYNC);
+		}
+	}
 }
 
 /* Is this fork of reln stored compressed?  For callers outside pcs.c. */

@@ -50,6 +50,7 @@
 #include "storage/lwlock.h"
 #include "storage/pcs.h"
 #include "storage/pcs_free_pool.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "utils/hsearch.h"
@@ -95,11 +96,18 @@
 /*
  * Units freed in a segment wait for its next fsync, normally the
  * checkpoint's.  Once this much has been freed since its last fsync began,
- * the writer that frees more fsyncs the segment itself (pcs.c,
- * pcs_write_block()), so that a segment under an update-heavy load does not
- * carry a checkpoint interval's worth of its rewrites as garbage.
+ * the writer that frees more asks the background writer to fsync the
+ * segment early (pcs_free_want_sync()), so that a segment under an
+ * update-heavy load does not carry a checkpoint interval's worth of its
+ * rewrites as garbage.
  */
 #define PCS_EARLY_SYNC_BYTES	(1024 * 1024)
+
+/*
+ * Segments whose early fsync writers can ask for at once; more are left to
+ * the checkpoint
+ */
+#define PCS_FREE_WANTED		64
 
 /* The page size in which holes are punched, and the file system allocates */
 #define PCS_PUNCH_PAGE		4096
@@ -153,6 +161,11 @@ typedef struct PcsFreeShared
 	int32		nunused;		/* runs unused */
 	uint64		forgotten;		/* runs forgotten because the pool was full */
 	pg_atomic_uint64 walks;		/* walks of the table to forget relations */
+	/* segments to fsync early (pcs_free_want_sync()), under pool_lock */
+	int32		nwanted;
+	PcsFreeKey	wanted[PCS_FREE_WANTED];
+	pg_atomic_uint32 syncer;	/* the background writer's proc number + 1, 0
+								 * before it first came for them */
 	/* entries per slot, by a hash of their relation (pcs_free_filter()) */
 	pg_atomic_uint32 filter[PCS_FREE_FILTER_SLOTS];
 	int32		nslots;			/* runs in the pool */
@@ -212,6 +225,8 @@ pcs_free_shmem_init(void)
 		PcsFree->nunused = nslots;
 		PcsFree->forgotten = 0;
 		pg_atomic_init_u64(&PcsFree->walks, 0);
+		PcsFree->nwanted = 0;
+		pg_atomic_init_u32(&PcsFree->syncer, 0);
 		for (int i = 0; i < PCS_FREE_FILTER_SLOTS; i++)
 			pg_atomic_init_u32(&PcsFree->filter[i], 0);
 	}
@@ -700,8 +715,8 @@ pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift)
  *
  * Returns true, to one caller at a time, once PCS_EARLY_SYNC_BYTES have
  * been freed to wait since the segment's last fsync began: the caller
- * should then fsync the segment (pcs_sync_now()), if it can, rather than
- * leave them waiting for the checkpoint.
+ * should then ask for an early fsync (pcs_free_want_sync()), if it can,
+ * rather than leave them waiting for the checkpoint.
  *
  * Called in critical sections (truncation): it neither allocates memory
  * nor raises an ERROR.
@@ -775,6 +790,55 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 	}
 	LWLockRelease(lock);
 	return sync_early;
+}
+
+/*
+ * Ask for an early fsync of a segment, once pcs_free_units() said that
+ * enough of its freed units wait for one.  The writer that freed them
+ * holds a buffer's content lock and has its I/O in progress, where an
+ * fsync of a whole segment would make every process that needs the buffer
+ * wait; so the request goes to the background writer
+ * (pcs_take_wanted_syncs()), whose latch is set.  When PCS_FREE_WANTED
+ * requests wait already, this one is dropped: the checkpoint fsyncs the
+ * segment anyway, and its entry, still asked, asks no more until then.
+ */
+void
+pcs_free_want_sync(const PcsFreeKey *key)
+{
+	bool		queued = false;
+	uint32		syncer;
+
+	SpinLockAcquire(&PcsFree->pool_lock);
+	if (PcsFree->nwanted < PCS_FREE_WANTED)
+	{
+		PcsFree->wanted[PcsFree->nwanted++] = *key;
+		queued = true;
+	}
+	SpinLockRelease(&PcsFree->pool_lock);
+
+	syncer = pg_atomic_read_u32(&PcsFree->syncer);
+	if (queued && syncer != 0)
+		SetLatch(&GetPGProcByNumber(syncer - 1)->procLatch);
+}
+
+/*
+ * Take the segments whose early fsync writers asked for, at most max of
+ * them, into keys; their number.  Called by the background writer, which
+ * from then on is the one woken for new requests.
+ */
+int
+pcs_take_wanted_syncs(PcsFreeKey *keys, int max)
+{
+	int			n;
+
+	pg_atomic_write_u32(&PcsFree->syncer, (uint32) MyProcNumber + 1);
+	SpinLockAcquire(&PcsFree->pool_lock);
+	n = Min(max, PcsFree->nwanted);
+	memcpy(keys, PcsFree->wanted + PcsFree->nwanted - n,
+		   n * sizeof(PcsFreeKey));
+	PcsFree->nwanted -= n;
+	SpinLockRelease(&PcsFree->pool_lock);
+	return n;
 }
 
 /*

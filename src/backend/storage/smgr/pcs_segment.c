@@ -34,6 +34,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "pgstrata_compat.h"
+#include "storage/bufmgr.h"
 #include "storage/pcs.h"
 #include "storage/pcs_segment.h"
 #include "utils/injection_point.h"
@@ -128,13 +129,19 @@ pcs_sync_now(SMgrRelation reln, ForkNumber forknum, PcsSegment *seg,
 	FileTag		tag;
 	uint64		clock;
 
+	instr_time	io_start;
+
 	pcs_sync_tag(reln, forknum, seg->segno, &tag);
 	clock = pcs_sync_begin(&tag);
+	io_start = pgstat_prepare_io_time(track_io_timing);
 	if (FileSync(seg->vfd, wait_event) < 0)
 		ereport(data_sync_elevel(ERROR),
 				(errcode_for_file_access(),
 				 errmsg("could not fsync file \"%s\": %m",
 						FilePathName(seg->vfd))));
+	/* counted in pg_stat_io as md counts the fsyncs it does itself */
+	PGSTRATA_COUNT_IO_OP_TIME(IOOBJECT_RELATION, IOCONTEXT_NORMAL, IOOP_FSYNC,
+							  io_start);
 	pcs_sync_done(&tag, clock, seg->vfd);
 }
 
