@@ -194,12 +194,14 @@ check-crash: install
 
 # pgBackRest's and Citus's workflows against compressed tablespaces, each
 # tool built from its tarball into build/tools (doc/building-and-testing.md).
-# PG_CONFIG=/path/to/pg_config tests another installation (nothing is
-# built here then); PGBACKREST_TARBALL=... and CITUS_TARBALL=... name other
-# tarballs than ../shared/vendor's.
+# make check-tools PG_CONFIG=/path/to/pg_config tests another installation
+# (nothing is built here then; a PG_CONFIG in the environment is not
+# taken); PGBACKREST_TARBALL=... and CITUS_TARBALL=... name other tarballs
+# than ../shared/vendor's.
+TOOLS_PG_CONFIG := $(if $(filter command line,$(origin PG_CONFIG)),$(PG_CONFIG))
 export PGBACKREST_TARBALL CITUS_TARBALL
-check-tools: $(if $(PG_CONFIG),,install)
-	@PG_CONFIG="$(or $(PG_CONFIG),$(PREFIX)/bin/pg_config)" $(TOP)/test/tools/run-check-tools.sh
+check-tools: $(if $(TOOLS_PG_CONFIG),,install)
+	@PG_CONFIG="$(or $(TOOLS_PG_CONFIG),$(PREFIX)/bin/pg_config)" $(TOP)/test/tools/run-check-tools.sh
 
 demo: install
 	@$(TOP)/test/demo/run-demo.sh
