@@ -383,7 +383,8 @@ rc=0; as_user "$PG_BIN/pg_checksums" --check -D "$dir" >"$W/pg_checksums-neg-pla
 echo "RESULT negative-control: pg_checksums --check fails on one damaged byte of a plain file: $(grep -m1 -i 'checksum verification failed' "$W/pg_checksums-neg-plain.log" || head -1 "$W/pg_checksums-neg-plain.log")"
 cp "$W/p-saved" "$(rel_in "$pfile")"
 cp "$(rel_in "$cfile")" "$W/c-saved"
-# a byte inside block 0's compressed image: its map entry (format 4) is
+# a byte inside block 0's compressed image: its map entry (in format 4,
+# which new segments have, the header holds the entries of blocks 0-95) is
 # at offset 2560 of the header, first unit (uint32) then stored bytes
 # (uint16); the data area of 128-byte units starts at 2101248
 unit=$(od -An -t u4 -j 2560 -N 4 "$(rel_in "$cfile")" | tr -d ' ')

@@ -11,7 +11,8 @@
 #                        with PG=18)
 #   PGBACKREST_TARBALL   default ../shared/vendor/pgbackrest-2.59.1.tar.gz
 #   CITUS_TARBALL        default ../shared/vendor/citus-13.2.2.tar.gz
-#   CHECK_TOOLS          which parts: "pgbackrest citus" (default)
+#   CHECK_TOOLS          which parts: "pgbackrest citus" (the default on 17;
+#                        pgbackrest alone on 18, which Citus 13.2 refuses)
 #   SCALE, CITUS_ROWS    rows per table of each workload
 #   PORT_BASE            first TCP port (default 55430: pgBackRest uses
 #                        PORT_BASE to PORT_BASE+3, Citus PORT_BASE+10 to +12)
