@@ -178,6 +178,21 @@ sub fill_up
 	return $filler;
 }
 
+# ledger_checks(NODE): w holds every row as its plain ledger has it, and
+# amcheck finds nothing wrong in it (two checks)
+sub ledger_checks
+{
+	my ($n) = @_;
+	is( $n->safe_psql(
+			'postgres', q(
+SELECT count(*) FROM w FULL JOIN w_ledger l USING (id)
+WHERE w.v IS DISTINCT FROM l.v)),
+		'0',
+		'every row as the ledger has it');
+	is($n->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('w')"),
+		'0', 'amcheck finds nothing');
+}
+
 # 3. A full file system
 SKIP:
 {
@@ -333,14 +348,7 @@ INSERT INTO w_ledger SELECT * FROM w WHERE id > 9000;
 			$offset),
 		'its end-of-recovery checkpoint took from the reserve');
 	cmp_ok(-s $reserve, '<', $left, 'which shrank again');
-	is( $node->safe_psql(
-			'postgres', q(
-SELECT count(*) FROM w FULL JOIN w_ledger l USING (id)
-WHERE w.v IS DISTINCT FROM l.v)),
-		'0',
-		'every row as the ledger has it');
-	is($node->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('w')"),
-		'0', 'amcheck finds nothing');
+	ledger_checks($node);
 	ok(!$node->log_contains('was terminated by signal'),
 		'no process was killed');
 
@@ -513,14 +521,7 @@ UPDATE w_ledger l SET v = w.v FROM w WHERE w.id = l.id AND l.v <> w.v);
 	$real->stop('immediate');
 	$ret = $real->start(fail_ok => 1);
 	ok($ret, 'the server starts again');
-	is( $real->safe_psql(
-			'postgres', q(
-SELECT count(*) FROM w FULL JOIN w_ledger l USING (id)
-WHERE w.v IS DISTINCT FROM l.v)),
-		'0',
-		'every row as the ledger has it');
-	is($real->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('w')"),
-		'0', 'amcheck finds nothing');
+	ledger_checks($real);
 	unlink($filler) or die "unlink: $!";
 	$real->safe_psql('postgres', 'DROP TABLE w; DROP TABLESPACE small7');
 	$real->stop;

@@ -288,6 +288,63 @@ cmp_ok($vf->{dict_pages}, '>=', 0.9 * ($vf->{stored} - $vf->{raw} - 1024),
 	"the pages written after the first 1,024 use it ($vf->{dict_pages} of $vf->{stored})");
 checks('after VACUUM FULL');
 
+# 6b. What a session keeps of prepared dictionaries: a reader prepares
+# only zstd's decoding side (a writer of new images also the compressing
+# side of the current one), in a memory context of its own, and keeps at
+# most pcs_dict_cache_limit bytes, giving up those of the segments it used
+# least recently.  Four copies of t, each with a dictionary, frozen so
+# that reading them writes nothing.
+$node->safe_psql('postgres', q(CREATE EXTENSION test_pcs));
+for my $n (2 .. 5)
+{
+	$node->safe_psql('postgres', qq(
+CREATE TABLE t$n TABLESPACE cts AS SELECT * FROM t;
+SELECT count(*) FROM pgstrata_train_dictionary('t$n', true);
+VACUUM FREEZE t$n;
+CHECKPOINT;
+));
+}
+my $dict_memory = q(
+SELECT coalesce(sum(total_bytes), 0) FROM pg_backend_memory_contexts
+WHERE name = 'pcs dictionaries');
+# (no parallel workers: what the session itself prepares is measured)
+my $serial = 'SET max_parallel_workers_per_gather = 0;';
+my $one = $node->safe_psql('postgres', "$serial SELECT count(*) FROM t2; $dict_memory");
+$one =~ s/.*\n//s;
+# On 18, reads go through asynchronous I/O, whose completions decode with
+# dictionaries placed once in shared memory (pcs_aio.c): a reader prepares
+# none of its own.
+if ($node->pg_version >= 18)
+{
+	is($one, '0', 'on 18 a reader prepares no dictionary of its own');
+}
+SKIP:
+{
+	skip 'on 18 readers prepare no dictionaries of their own (checked above)', 5
+	  if $node->pg_version >= 18;
+	cmp_ok($one, '>', 0,
+		'a session that read a table with a dictionary shows it in pg_backend_memory_contexts');
+	my $dict_bytes = $node->safe_psql('postgres',
+		"SELECT dictionary_bytes / dictionaries FROM pgstrata_relation_compression('t2') WHERE fork = 'main'");
+	cmp_ok($one, '<', $dict_bytes + 48 * 1024,
+		"a reader prepares the decoding side only ($one bytes for a dictionary of $dict_bytes)");
+	my $four = $node->safe_psql('postgres',
+		"$serial SELECT sum(n) FROM (SELECT count(*) n FROM t2 UNION ALL SELECT count(*) FROM t3 UNION ALL SELECT count(*) FROM t4 UNION ALL SELECT count(*) FROM t5) c; $dict_memory");
+	$four =~ s/.*\n//s;
+	cmp_ok($four, '>', 2 * $one + 16 * 1024,
+		"without a limit, reading four tables keeps more than two tables' dictionaries ($four bytes)");
+	my $bounded = $node->safe_psql('postgres',
+		"$serial SELECT test_pcs_dict_cache(" . int(1.5 * $one) . q{);
+	SELECT sum(n) FROM (SELECT count(*) n FROM t2 UNION ALL SELECT count(*) FROM t3 UNION ALL SELECT count(*) FROM t4 UNION ALL SELECT count(*) FROM t5) c;
+	SELECT count(*) FROM t2 JOIN t5 USING (id) WHERE t2.note IS DISTINCT FROM t5.note;
+	} . $dict_memory);
+	my @b = split /\n/, $bounded;
+	cmp_ok($b[-1], '<=', 2 * $one + 16 * 1024,
+		"with the limit at one and a half dictionaries, a session keeps at most two ($b[-1] bytes)");
+	is($b[-2], '0', 'and reads every table right, preparing again what it gave up');
+}
+$node->safe_psql('postgres', 'DROP TABLE t2, t3, t4, t5');
+
 # 7. bad calls
 $node->safe_psql('postgres', q(
 CREATE TABLE plain (id int);

@@ -19,6 +19,9 @@
 #include "storage/pcs_segment.h"
 
 /* dictionaries and the sample that trains one (pcs_dict.c) */
+extern PGDLLIMPORT int pcs_dict_cache_limit;
+extern void pcs_seg_free_dictionaries(PcsSegment *seg);
+extern size_t pcs_dict_memory(void);
 extern const PcsDict *pcs_seg_current_dictionary(PcsSegment *seg, int *number);
 extern PcsProblem pcs_seg_dictionary(PcsSegment *seg, int number,
 									 const PcsDict **dict);

@@ -651,6 +651,18 @@ typedef struct PcsCodecState
  */
 typedef struct PcsDict PcsDict;
 
+/*
+ * Where a prepared dictionary's memory comes from, when not from malloc
+ * (the backend's: a memory context, pcs_dict.c); as zstd's custom
+ * allocator, alloc returns NULL when memory runs out
+ */
+typedef struct PcsDictMemory
+{
+	void	   *(*alloc) (void *opaque, size_t size);
+	void		(*release) (void *opaque, void *address);
+	void	   *opaque;
+} PcsDictMemory;
+
 /* the page transforms (pcs_transform.c) and the estimate (pcs_estimate.c) */
 extern bool pcs_page_incompressible(const char *page, char *scratch);
 extern uint8 pcs_page_shuffle(const char *page, char *out);
@@ -667,6 +679,10 @@ extern PcsProblem pcs_decode_image(PcsAlgorithm algorithm, uint8 flags,
 								   const PcsDict *dict);
 extern PcsDict *pcs_dict_prepare(PcsAlgorithm algorithm, int level,
 								 const char *bytes, int len);
+extern PcsDict *pcs_dict_prepare_for(PcsAlgorithm algorithm, int level,
+									 const char *bytes, int len,
+									 bool encode, bool decode,
+									 const PcsDictMemory *mem);
 extern void pcs_dict_free(PcsDict *dict);
 extern size_t pcs_dict_place_size(void);
 extern PcsDict *pcs_dict_place(PcsAlgorithm algorithm, const char *bytes,

@@ -43,8 +43,16 @@ typedef struct PcsSegment
 	uint64		alloc_seen;		/* allocation word when capacity was read */
 	dlist_node	lru;			/* place in pcs_mapped, while mapped */
 	PcsCodecState codec;		/* what the codec learnt of its pages */
-	/* its dictionaries, by number, prepared once used (pcs_seg_dictionary) */
+
+	/*
+	 * its dictionaries prepared in this process (pcs_dict.c): by number for
+	 * decoding, and the one new images use for compressing
+	 */
 	PcsDict    *dicts[PCS_MAX_DICTIONARIES + 1];
+	PcsDict    *encoder;
+	int			encoder_number; /* the encoder's number, 0 if none */
+	bool		dict_user;		/* in the list of users of prepared ones */
+	dlist_node	dict_lru;		/* its place there */
 	uint16		dicts_failed;	/* numbers that failed to load, as bits */
 	/* the dictionary sector's word last seen, and the number it gave */
 	bool		dict_word_known;

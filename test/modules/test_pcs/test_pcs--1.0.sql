@@ -35,3 +35,10 @@ CREATE FUNCTION test_pcs_forget_walks(n integer, m integer)
 RETURNS bigint
 AS 'MODULE_PATHNAME'
 LANGUAGE C STRICT;
+
+-- Set this session's limit on the bytes of prepared compression
+-- dictionaries it keeps (unless null); the bytes they take now.
+CREATE FUNCTION test_pcs_dict_cache(lim integer)
+RETURNS bigint
+AS 'MODULE_PATHNAME'
+LANGUAGE C;

@@ -9,6 +9,10 @@
  * that with a hash index past a 1 GB segment boundary takes millions of
  * rows; this takes one call.
  *
+ * test_pcs_dict_cache() sets, in this session, how many bytes of prepared
+ * compression dictionaries it keeps (pcs_dict.c), so that a test can show
+ * the bound with a few segments rather than a thousand.
+ *
  * test_pcs_free_pool() drives the free units that compressed segments keep
  * for reuse (pcs_free_pool.c) through their own functions, for a segment
  * of a relation that does not exist: which run a write is given, when a
@@ -31,6 +35,7 @@
 #include "miscadmin.h"
 #include "storage/bufpage.h"
 #include "storage/lmgr.h"
+#include "storage/pcs_dict.h"
 #include "storage/pcs_format.h"
 #include "storage/pcs_free_pool.h"
 #include "storage/smgr.h"
@@ -42,6 +47,7 @@ PG_FUNCTION_INFO_V1(test_pcs_extend_to);
 PG_FUNCTION_INFO_V1(test_pcs_free_pool);
 PG_FUNCTION_INFO_V1(test_pcs_free_segments);
 PG_FUNCTION_INFO_V1(test_pcs_forget_walks);
+PG_FUNCTION_INFO_V1(test_pcs_dict_cache);
 
 /* Write a zero page at block blkno of rel's main fork, past its end */
 Datum
@@ -369,4 +375,17 @@ test_pcs_forget_walks(PG_FUNCTION_ARGS)
 	pcs_free_usage(&pool_runs, &kept, &forgotten);
 	test_expect("the runs of the n relations were forgotten", kept, kept_before);
 	PG_RETURN_INT64((int64) walks);
+}
+
+/*
+ * Set this session's limit on the bytes of prepared dictionaries it keeps
+ * (pcs_dict_cache_limit), if limit is not null; the bytes they take now
+ */
+Datum
+test_pcs_dict_cache(PG_FUNCTION_ARGS)
+{
+	test_require_superuser();
+	if (!PG_ARGISNULL(0))
+		pcs_dict_cache_limit = PG_GETARG_INT32(0);
+	PG_RETURN_INT64((int64) pcs_dict_memory());
 }

@@ -205,6 +205,18 @@ pcs_new_fork_settings(SMgrRelation reln, PcsAlgorithm *algorithm, int *level)
 		pcs_forced_settings(algorithm, level);
 }
 
+/* Close the open segments of a fork, giving up their prepared dictionaries */
+static void
+pcs_close_fork_segments(SMgrRelation reln, ForkNumber forknum)
+{
+	for (int i = 0; i < reln->pcs_num_segs[forknum]; i++)
+	{
+		if (reln->pcs_segs[forknum][i] != NULL)
+			pcs_seg_free_dictionaries(reln->pcs_segs[forknum][i]);
+	}
+	pcs_close_segments(reln, forknum);
+}
+
 /*
  * Write the header of segment 0 of a fork found empty, at its first
  * extension: from then on the fork is compressed.  The caller holds the
@@ -254,7 +266,7 @@ pcs_make_fork(SMgrRelation reln, ForkNumber forknum, PcsAlgorithm algorithm,
 	FileClose(vfd);
 	pfree(path);
 
-	pcs_close_segments(reln, forknum);
+	pcs_close_fork_segments(reln, forknum);
 	reln->pcs_format[forknum] = PCS_FORMAT_UNKNOWN;
 }
 
@@ -598,6 +610,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	bool		in_place;
 	bool		relocated = false;
 	bool		reused = false;
+	int			backing_error = 0;
 	PcsFreeKey	key;
 	const PcsDict *dict;
 	int			dict_number = 0;
@@ -664,22 +677,10 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		reused = pcs_claim_units(&key, units, &first);
 		if (reused)
 		{
-			int			ret;
-
+			/* a punched hole: its space is taken as growth takes it */
 			PGSTRATA_INJECTION_POINT("pcs-write-reuse");
-			ret = pcs_seg_back_units(reln, seg, first, units, !extend);
-			if (ret != 0)
-			{
-				/* nobody points to them: reusable again at once */
-				pcs_free_units(&key, seg->shift, first, units, true, false,
-							   -1);
-				errno = ret;
-				ereport(ERROR,
-						(errcode_for_file_access(),
-						 errmsg("could not write block %u in file \"%s\": %m",
-								blkno, FilePathName(seg->vfd)),
-						 errhint("Check free disk space.")));
-			}
+			backing_error = pcs_seg_back_units(reln, seg, first, units,
+											   !extend);
 		}
 		else
 			first = pcs_allocate(reln, seg, units, !extend);
@@ -689,10 +690,11 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	/* the image fits its units, which lie inside the file */
 	Assert(len > 0 && len <= BLCKSZ && pcs_units_for(len, seg->shift) <= units);
 	Assert((uint64) first + units <= pcs_unit_limit(seg) || !relocated);
-	if (FileWrite(seg->vfd, src, len, pcs_unit_offset(first, seg->shift),
+	if (backing_error != 0 ||
+		FileWrite(seg->vfd, src, len, pcs_unit_offset(first, seg->shift),
 				  extend ? WAIT_EVENT_DATA_FILE_EXTEND : WAIT_EVENT_DATA_FILE_WRITE) != len)
 	{
-		int			save_errno = errno;
+		int			save_errno = backing_error != 0 ? backing_error : errno;
 
 		/* units claimed from the pool go back: no entry points to them */
 		if (reused)
@@ -879,7 +881,7 @@ pcs_open(SMgrRelation reln)
 void
 pcs_close(SMgrRelation reln, ForkNumber forknum)
 {
-	pcs_close_segments(reln, forknum);
+	pcs_close_fork_segments(reln, forknum);
 	reln->pcs_format[forknum] = PCS_FORMAT_UNKNOWN;
 	mdclose(reln, forknum);
 }
@@ -910,7 +912,7 @@ pcs_create(SMgrRelation reln, ForkNumber forknum, bool isRedo)
 	/* a file made later under the same name must not inherit free units */
 	pcs_forget_fork(reln->smgr_rlocator.locator, forknum);
 	mdcreate(reln, forknum, isRedo);
-	pcs_close_segments(reln, forknum);
+	pcs_close_fork_segments(reln, forknum);
 	reln->pcs_format[forknum] = PCS_FORMAT_UNKNOWN;
 }
 

@@ -50,6 +50,7 @@ static ZSTD_DCtx *pcs_zstd_dctx = NULL;
 struct PcsDict
 {
 	PcsAlgorithm algorithm;
+	const PcsDictMemory *mem;	/* where its memory came from, NULL: malloc */
 #ifdef USE_ZSTD
 	ZSTD_CDict *cdict;
 	ZSTD_DDict *ddict;
@@ -346,29 +347,59 @@ pcs_decode_image(PcsAlgorithm algorithm, uint8 flags, const char *image,
 
 /*
  * Prepare the bytes of a dictionary (len of them) for compressing at level
- * and for decoding.  NULL if the algorithm takes no dictionaries, if zstd
- * does not accept the bytes, or if memory ran out; callers tell these apart
- * by what they know (the bytes passed their CRC check, so NULL is memory or
- * bytes this build's zstd cannot use).  Memory comes from malloc (zstd's
- * own), so that frontend programs and the fuzz target can use it too;
- * pcs_dict_free() gives it back.
+ * (encode) and for decoding (decode), one or both: zstd's structures for
+ * the two directions are separate, and a process that only reads needs no
+ * compression tables.  Memory comes from mem (NULL: malloc), which
+ * pcs_dict_free() gives it back to.  NULL if the algorithm takes no
+ * dictionaries, if zstd does not accept the bytes, or if memory ran out;
+ * callers tell these apart by what they know (the bytes passed their CRC
+ * check, so NULL is memory or bytes this build's zstd cannot use).
  */
 PcsDict *
-pcs_dict_prepare(PcsAlgorithm algorithm, int level, const char *bytes,
-				 int len)
+pcs_dict_prepare_for(PcsAlgorithm algorithm, int level, const char *bytes,
+					 int len, bool encode, bool decode,
+					 const PcsDictMemory *mem)
 {
 #ifdef USE_ZSTD
 	PcsDict    *dict;
+	ZSTD_customMem zmem = ZSTD_defaultCMem;
 
+	Assert(encode || decode);
 	if (algorithm != PCS_ALGO_ZSTD)
 		return NULL;
-	dict = malloc(sizeof(PcsDict));
+	if (mem != NULL)
+	{
+		zmem.customAlloc = mem->alloc;
+		zmem.customFree = mem->release;
+		zmem.opaque = mem->opaque;
+	}
+	dict = mem != NULL ? mem->alloc(mem->opaque, sizeof(PcsDict)) :
+		malloc(sizeof(PcsDict));
 	if (dict == NULL)
 		return NULL;
 	dict->algorithm = algorithm;
-	dict->cdict = ZSTD_createCDict(bytes, len, level);
-	dict->ddict = ZSTD_createDDict(bytes, len);
-	if (dict->cdict == NULL || dict->ddict == NULL)
+	dict->mem = mem;
+	dict->cdict = NULL;
+	dict->ddict = NULL;
+	if (encode)
+	{
+		/* the parameters ZSTD_createCDict() would take for the level */
+		ZSTD_CCtx_params *params = ZSTD_createCCtxParams();
+
+		if (params != NULL &&
+			!ZSTD_isError(ZSTD_CCtxParams_setParameter(params,
+													   ZSTD_c_compressionLevel,
+													   level)))
+			dict->cdict = ZSTD_createCDict_advanced2(bytes, len,
+													 ZSTD_dlm_byCopy,
+													 ZSTD_dct_auto, params,
+													 zmem);
+		ZSTD_freeCCtxParams(params);
+	}
+	if (decode)
+		dict->ddict = ZSTD_createDDict_advanced(bytes, len, ZSTD_dlm_byCopy,
+												ZSTD_dct_auto, zmem);
+	if ((encode && dict->cdict == NULL) || (decode && dict->ddict == NULL))
 	{
 		pcs_dict_free(dict);
 		return NULL;
@@ -377,6 +408,15 @@ pcs_dict_prepare(PcsAlgorithm algorithm, int level, const char *bytes,
 #else
 	return NULL;
 #endif
+}
+
+/* Prepare a dictionary for both directions (pcs_dict_prepare_for()) */
+PcsDict *
+pcs_dict_prepare(PcsAlgorithm algorithm, int level, const char *bytes,
+				 int len)
+{
+	return pcs_dict_prepare_for(algorithm, level, bytes, len, true, true,
+								NULL);
 }
 
 /*
@@ -415,6 +455,7 @@ pcs_dict_place(PcsAlgorithm algorithm, const char *bytes, int len,
 		size < pcs_dict_place_size())
 		return NULL;
 	dict->algorithm = algorithm;
+	dict->mem = NULL;
 	dict->cdict = NULL;
 	dict->ddict = (ZSTD_DDict *)
 		ZSTD_initStaticDDict((char *) space + MAXALIGN(sizeof(PcsDict)),
@@ -428,7 +469,7 @@ pcs_dict_place(PcsAlgorithm algorithm, const char *bytes, int len,
 #endif
 }
 
-/* Give back what pcs_dict_prepare() took */
+/* Give back what pcs_dict_prepare_for() took */
 void
 pcs_dict_free(PcsDict *dict)
 {
@@ -438,7 +479,10 @@ pcs_dict_free(PcsDict *dict)
 	ZSTD_freeCDict(dict->cdict);
 	ZSTD_freeDDict(dict->ddict);
 #endif
-	free(dict);
+	if (dict->mem != NULL)
+		dict->mem->release(dict->mem->opaque, dict);
+	else
+		free(dict);
 }
 
 /*

@@ -24,7 +24,9 @@
 #include "storage/pcs.h"
 #include "storage/pcs_dict.h"
 #include "storage/pcs_segment.h"
+#include "lib/ilist.h"
 #include "utils/injection_point.h"
+#include "utils/memutils.h"
 
 /*
  * A segment filled from its first block by extensions (a bulk write: a
@@ -102,33 +104,168 @@ pcs_seg_dictionary_bytes(PcsSegment *seg, int number, PcsDictRecord *record,
 }
 
 /*
- * Dictionary number of a segment, prepared for this process (once: the
- * prepared dictionary is kept with the segment).  PCS_SOUND and *dict, or
- * what is wrong with it.
+ * Prepared dictionaries, in each process.
+ *
+ * Preparing a dictionary builds zstd's tables for it: for decoding, tens
+ * of kilobytes; for compressing, a hash table sized by the level.  A
+ * process keeps what it prepared with the segment (dicts[] for decoding,
+ * encoder for the dictionary new images use), so that a page costs no
+ * preparation.  A reader prepares only the decoding side; only a writer
+ * of new images prepares the compressing side, and only for the current
+ * dictionary.  All of it lives in one memory context ("pcs dictionaries"),
+ * which pg_backend_memory_contexts shows, and this process
+ * keeps at most pcs_dict_cache_limit bytes there: the segments whose
+ * dictionaries were used least recently give theirs up first (a list in
+ * order of use), to be prepared again when needed.  One segment's may
+ * exceed the limit alone; they are never freed while that segment asks.
  */
-PcsProblem
-pcs_seg_dictionary(PcsSegment *seg, int number, const PcsDict **dict)
+int			pcs_dict_cache_limit = 32 * 1024 * 1024;
+
+/* The memory context of prepared dictionaries, made on first use */
+static MemoryContext PcsDictCxt = NULL;
+
+/* zstd's allocation callbacks, into PcsDictCxt: NULL when memory runs out */
+static void *
+pcs_dict_alloc(void *opaque, size_t size)
+{
+	return MemoryContextAllocExtended((MemoryContext) opaque, size,
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+}
+
+static void
+pcs_dict_release(void *opaque, void *address)
+{
+	if (address != NULL)
+		pfree(address);
+}
+
+/* Where this process's prepared dictionaries take their memory */
+static const PcsDictMemory *
+pcs_dict_memory_source(void)
+{
+	static PcsDictMemory mem =
+	{
+		pcs_dict_alloc, pcs_dict_release, NULL
+	};
+
+	if (PcsDictCxt == NULL)
+	{
+		PcsDictCxt = AllocSetContextCreate(TopMemoryContext,
+										   "pcs dictionaries",
+										   ALLOCSET_DEFAULT_SIZES);
+		mem.opaque = PcsDictCxt;
+	}
+	return &mem;
+}
+
+/* Bytes the prepared dictionaries of this process take */
+size_t
+pcs_dict_memory(void)
+{
+	return PcsDictCxt == NULL ? 0 : MemoryContextMemAllocated(PcsDictCxt, false);
+}
+
+static dlist_head pcs_dict_users = DLIST_STATIC_INIT(pcs_dict_users);
+
+/* Forget the prepared dictionaries of a segment */
+void
+pcs_seg_free_dictionaries(PcsSegment *seg)
+{
+	for (int n = 1; n <= PCS_MAX_DICTIONARIES; n++)
+	{
+		pcs_dict_free(seg->dicts[n]);
+		seg->dicts[n] = NULL;
+	}
+	pcs_dict_free(seg->encoder);
+	seg->encoder = NULL;
+	seg->encoder_number = 0;
+	if (seg->dict_user)
+		dlist_delete(&seg->dict_lru);
+	seg->dict_user = false;
+}
+
+/* Note that seg's prepared dictionaries were just used */
+static inline void
+pcs_dict_used(PcsSegment *seg)
+{
+	if (seg->dict_user)
+		dlist_move_head(&pcs_dict_users, &seg->dict_lru);
+	else
+	{
+		dlist_push_head(&pcs_dict_users, &seg->dict_lru);
+		seg->dict_user = true;
+	}
+}
+
+/*
+ * Make room for a dictionary seg is about to prepare: free the prepared
+ * dictionaries of the segments used least recently, others than seg,
+ * while this process's exceed the limit; then note seg as the most
+ * recently used.
+ */
+static void
+pcs_dict_make_room(PcsSegment *seg)
+{
+	dlist_node *node = dlist_is_empty(&pcs_dict_users) ? NULL :
+		dlist_tail_node(&pcs_dict_users);
+
+	while (node != NULL && pcs_dict_memory() > (size_t) pcs_dict_cache_limit)
+	{
+		PcsSegment *other = dlist_container(PcsSegment, dict_lru, node);
+
+		node = dlist_has_prev(&pcs_dict_users, node) ?
+			dlist_prev_node(&pcs_dict_users, node) : NULL;
+		if (other != seg)
+			pcs_seg_free_dictionaries(other);
+	}
+	pcs_dict_used(seg);
+}
+
+/*
+ * Prepare dictionary number of seg, for decoding, or for compressing if
+ * encode: PCS_SOUND and *dict, or what is wrong with it.
+ */
+static PcsProblem
+pcs_seg_prepare_dictionary(PcsSegment *seg, int number, bool encode,
+						   PcsDict **dict)
 {
 	PcsDictRecord record;
 	PcsProblem	problem;
 	char	   *bytes;
 
-	Assert(number >= 1 && number <= PCS_MAX_DICTIONARIES);
-	if (seg->dicts[number] != NULL)
-	{
-		*dict = seg->dicts[number];
-		return PCS_SOUND;
-	}
-
 	problem = pcs_seg_dictionary_bytes(seg, number, &record, &bytes);
 	if (problem != PCS_SOUND)
 		return problem;
-	seg->dicts[number] = pcs_dict_prepare(seg->header->algorithm,
-										  seg->header->level,
-										  bytes, record.bytes);
+	pcs_dict_make_room(seg);
+	*dict = pcs_dict_prepare_for(seg->header->algorithm, seg->header->level,
+								 bytes, record.bytes, encode, !encode,
+								 pcs_dict_memory_source());
 	pfree(bytes);
-	if (seg->dicts[number] == NULL)
+	if (*dict == NULL)
 		return PCS_IMAGE_DICTIONARY_FAILED;
+	return PCS_SOUND;
+}
+
+/*
+ * Dictionary number of a segment, prepared for decoding in this process
+ * (kept with the segment, within pcs_dict_cache_limit).  PCS_SOUND and
+ * *dict, or what is wrong with it.
+ */
+PcsProblem
+pcs_seg_dictionary(PcsSegment *seg, int number, const PcsDict **dict)
+{
+	PcsProblem	problem;
+
+	Assert(number >= 1 && number <= PCS_MAX_DICTIONARIES);
+	if (seg->dicts[number] == NULL)
+	{
+		problem = pcs_seg_prepare_dictionary(seg, number, false,
+											 &seg->dicts[number]);
+		if (problem != PCS_SOUND)
+			return problem;
+	}
+	else
+		pcs_dict_used(seg);
 	*dict = seg->dicts[number];
 	return PCS_SOUND;
 }
@@ -195,11 +332,21 @@ pcs_seg_current_dictionary(PcsSegment *seg, int *number)
 	n = pcs_seg_current_number(seg);
 	if (n < 1 || (seg->dicts_failed & (1 << n)) != 0)
 		return NULL;
-	if (pcs_seg_dictionary(seg, n, &dict) != PCS_SOUND)
+	if (seg->encoder_number == n)
+		pcs_dict_used(seg);
+	else
 	{
-		seg->dicts_failed |= (1 << n);
-		return NULL;
+		pcs_dict_free(seg->encoder);
+		seg->encoder = NULL;
+		seg->encoder_number = 0;
+		if (pcs_seg_prepare_dictionary(seg, n, true, &seg->encoder) != PCS_SOUND)
+		{
+			seg->dicts_failed |= (1 << n);
+			return NULL;
+		}
+		seg->encoder_number = n;
 	}
+	dict = seg->encoder;
 	*number = n;
 	return dict;
 }

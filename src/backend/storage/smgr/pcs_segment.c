@@ -481,8 +481,10 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 		if (seg->header != NULL)
 			pcs_unmap_segment(seg);
 		FileClose(seg->vfd);
+		/* pcs.c gave up its prepared dictionaries first */
+		Assert(!seg->dict_user && seg->encoder == NULL);
 		for (int n = 1; n <= PCS_MAX_DICTIONARIES; n++)
-			pcs_dict_free(seg->dicts[n]);
+			Assert(seg->dicts[n] == NULL);
 		if (seg->sample != NULL)
 			pfree(seg->sample);
 		pfree(seg);
