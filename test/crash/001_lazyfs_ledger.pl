@@ -50,6 +50,10 @@
 #                                    synchronous_commit = off the server
 #                                    acknowledges commits it may lose, and
 #                                    the ledger check must see them missing
+#   PGSTRATA_CRASH_DROP              1 (default): drop what LazyFS holds
+#                                    unsynced at each crash, an OS crash;
+#                                    0: keep it, a crash of the server
+#                                    alone, for comparison
 #   PGSTRATA_CRASH_LOAD_SECONDS      longest load before a crash (default 4)
 #   PGSTRATA_CRASH_CYCLE_TIMEOUT     seconds (default 120)
 #   PGSTRATA_CRASH_CLIENTS           ledger clients (default 2)
@@ -94,6 +98,7 @@ my $seed = $ENV{PGSTRATA_CRASH_SEED} // (time() ^ $$) % 1_000_000_000;
 my $compression = $ENV{PGSTRATA_CRASH_COMPRESSION} // 'zstd';
 my $fsync = $ENV{PGSTRATA_CRASH_FSYNC} // 'on';
 my $sync_commit = $ENV{PGSTRATA_CRASH_SYNC_COMMIT} // 'on';
+my $drop = $ENV{PGSTRATA_CRASH_DROP} // 1;
 my $load_seconds = $ENV{PGSTRATA_CRASH_LOAD_SECONDS} // 4;
 my $cycle_timeout = $ENV{PGSTRATA_CRASH_CYCLE_TIMEOUT} // 120;
 my $nclients = $ENV{PGSTRATA_CRASH_CLIENTS} // 2;
@@ -109,6 +114,7 @@ die "PGSTRATA_CRASH_SYNC_COMMIT must be on or off"
 srand($seed);
 diag("crash harness: seed $seed, compression $compression, fsync $fsync, "
 	  . ($sync_commit eq 'off' ? 'synchronous_commit off, ' : '')
+	  . ($drop ? '' : 'server crashes only (nothing dropped), ')
 	  . "$cycles primary cycles, $standby_cycles standby cycles; replay with "
 	  . "PGSTRATA_CRASH_SEED=$seed");
 
@@ -178,6 +184,7 @@ $primary->start;
 my $with = $compression eq 'none' ? '' : " WITH (compression = '$compression')";
 $primary->safe_psql('postgres', qq(
 CREATE EXTENSION amcheck;
+CREATE EXTENSION pgstrata;
 CREATE TABLESPACE cts LOCATION '$pmnt/cts'$with;
 -- the payload of row ID written by transaction TXN, N md5 blocks long:
 -- hex digits, which compress to about half
@@ -389,7 +396,24 @@ sub os_crash
 		usleep(20_000);
 	}
 	$node->{_pid} = undef;
-	die $HANG if !$fs->clear_cache(30);
+	if ($drop)
+	{
+		die $HANG if !$fs->clear_cache(30);
+	}
+	else
+	{
+		# a crash of the server alone: the page cache survives it, so
+		# everything written is made durable before the file system goes
+		# (initdb --sync-only fsyncs the data directory and tablespaces)
+		my $h = IPC::Run::start([ 'initdb', '--sync-only', '-D', $node->data_dir ],
+			'>', '/dev/null', '2>', '/dev/null', IPC::Run::timeout(remaining()));
+		eval { $h->finish; };
+		if ($@ || $h->result != 0)
+		{
+			$h->kill_kill if $@;
+			timed_out($fs, 'initdb --sync-only');
+		}
+	}
 	$fs->umount;
 	$fs->mount;
 	return;
@@ -852,7 +876,10 @@ if ($primary && server_pids($primary))
 		query($primary, $pfs,
 			q(SELECT pg_relation_size('lc') || ' bytes in the tablespace, '
 			  || pg_relation_size('lp') || ' bytes its plain twin, '
-			  || (SELECT count(*) FROM lc) || ' rows'));
+			  || (SELECT count(*) FROM lc) || ' rows'
+			  || coalesce(', ' || (SELECT garbage_bytes
+					FROM pgstrata_relation_compression('lc') WHERE fork = 'main')
+				|| ' bytes of it garbage', '')));
 	};
 	# (pg_relation_size reports physical bytes in a compressed tablespace)
 	diag("crash harness: at the end, the ledger table takes $sizes") if $sizes;

@@ -18,6 +18,8 @@
 #   FSYNC           on (default) or off: fsync = off must fail the harness
 #   SYNC_COMMIT     on (default) or off: synchronous_commit = off must fail
 #                   the ledger check (acknowledged commits lost)
+#   DROP            1 (default): OS crashes; 0: crashes of the server alone
+#                   (what LazyFS holds is fsynced, not dropped), to compare
 #   LOAD_SECONDS    longest load before a crash (default 4)
 #   PARALLEL=1      run the modes at the same time (default: one by one)
 #   CRASH_OUT       where the raw output goes (default build/crash/runs):
@@ -66,7 +68,7 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 run_mode()
 {
 	local mode=$1 out=$WORK/$1 log
-	log=$CRASH_OUT/$stamp-$mode-fsync$FSYNC${SYNC_COMMIT:+-synccommit$SYNC_COMMIT}-$CYCLES.log
+	log=$CRASH_OUT/$stamp-$mode-fsync$FSYNC${SYNC_COMMIT:+-synccommit$SYNC_COMMIT}${DROP:+-drop$DROP}-$CYCLES.log
 	rm -rf "$out"
 	{
 		echo "# $(date -u '+%F %T') UTC: CYCLES=$CYCLES STANDBY_CYCLES=$STANDBY_CYCLES compression=$mode fsync=$FSYNC SEED=${SEED:-(random)} on $(nproc) CPUs, $(. /etc/os-release; echo "$PRETTY_NAME"), $("$PG_CONFIG" --version)"
@@ -78,6 +80,7 @@ run_mode()
 			${SEED:+PGSTRATA_CRASH_SEED="$SEED"} \
 			${LOAD_SECONDS:+PGSTRATA_CRASH_LOAD_SECONDS="$LOAD_SECONDS"} \
 			${SYNC_COMMIT:+PGSTRATA_CRASH_SYNC_COMMIT="$SYNC_COMMIT"} \
+			${DROP:+PGSTRATA_CRASH_DROP="$DROP"} \
 			PGSTRATA_CRASH_KEEP="$CRASH_OUT/$stamp-$mode" \
 			$MAKE -s -C "$out" -f "$TOP/test/Makefile" VPATH="$TOP/test" \
 			PG_CONFIG="$PG_CONFIG" prove-installcheck \
