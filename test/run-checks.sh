@@ -110,13 +110,20 @@ if [ "$(id -u)" = 0 ]; then
 	# through a service root runs (/dev/fuse is root's): LazyFS is built
 	# once into build/lazyfs (a minute), then each pass starts the
 	# service.  A test given PGSTRATA_LAZYFS fails when it cannot use it.
+	# Without the vendored tarball (../shared/vendor) it is skipped, and
+	# says so.
 	if [ -n "$FLAVOUR_SUFFIX" ]; then
 		:	# test/crash is left out of this pass
-	elif "$TOP/test/crash/build-lazyfs.sh" >"$LOGDIR/lazyfs-build.log" 2>&1 &&
-		"$TOP/test/crash/lazyfs-service.sh" start "$LOGDIR/lazyfs"; then
-		export PGSTRATA_LAZYFS=$LOGDIR/lazyfs
 	else
-		export PGSTRATA_LAZYFS="(could not build LazyFS or start its service: $LOGDIR/lazyfs-build.log)"
+		"$TOP/test/crash/build-lazyfs.sh" >"$LOGDIR/lazyfs-build.log" 2>&1
+		rc=$?
+		if [ $rc = 0 ] && "$TOP/test/crash/lazyfs-service.sh" start "$LOGDIR/lazyfs"; then
+			export PGSTRATA_LAZYFS=$LOGDIR/lazyfs
+		elif [ $rc = 3 ]; then
+			export PGSTRATA_LAZYFS_WHY="$(tail -n 1 "$LOGDIR/lazyfs-build.log")"
+		else
+			export PGSTRATA_LAZYFS="(could not build LazyFS or start its service: $LOGDIR/lazyfs-build.log)"
+		fi
 	fi
 fi
 # The TAP scripts run PGSTRATA_TAP_JOBS at a time (default: one per CPU).

@@ -50,8 +50,10 @@ my $token_seq = 0;
 sub service
 {
 	my $svc = $ENV{PGSTRATA_LAZYFS};
-	return (undef, 'PGSTRATA_LAZYFS is not set (run by root: make check or make check-crash start the LazyFS service)')
-	  if !defined $svc || $svc eq '';
+	return (undef,
+		$ENV{PGSTRATA_LAZYFS_WHY}
+		  // 'PGSTRATA_LAZYFS is not set (run by root: make check or make check-crash start the LazyFS service)'
+	) if !defined $svc || $svc eq '';
 	return (undef, "PGSTRATA_LAZYFS: $svc") if $svc =~ /^\(/;
 	return (undef, "no LazyFS service at $svc") if !-p "$svc/requests";
 	return ($svc, undef);
