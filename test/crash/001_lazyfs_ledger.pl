@@ -487,6 +487,7 @@ sub start_load
 		close($f);
 		my $out = "$tmp/load$load_no.c$c.out";
 		$clients[$c]{out} = $out;
+		$clients[$c]{done} = 0;
 		push @h, IPC::Run::start(
 			[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d',
 				$node->connstr('postgres'), '-f', $script ],
@@ -502,10 +503,12 @@ sub clients_running
 	my ($h) = @_;
 	for my $c (0 .. $#$h)
 	{
+		next if $clients[$c]{done};
 		if (!$h->[$c]->pumpable)
 		{
 			# a client that ran its whole script (a fast machine) is done
-			next if $h->[$c]->finish;
+			$clients[$c]{done} = $h->[$c]->finish;
+			next if $clients[$c]{done};
 			my $err = slurp_file("$clients[$c]{out}.err");
 			die "client $c stopped while the server ran: $err\n";
 		}
