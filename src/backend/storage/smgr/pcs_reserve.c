@@ -360,8 +360,12 @@ pcs_reserve_check_extension(const char *path, int nblocks)
 
 	if (InRecovery)
 		return;
-	if (statvfs(path, &fs) != 0)
-		return;					/* nothing to go by: as before */
+	/*
+	 * Nothing to go by (some FUSE file systems report no size at all): as
+	 * before, the write-backs meet the full file system
+	 */
+	if (statvfs(path, &fs) != 0 || fs.f_blocks == 0)
+		return;
 	avail = (uint64) fs.f_bavail * fs.f_frsize;
 	if (avail >= (uint64) nblocks * BLCKSZ)
 		return;
