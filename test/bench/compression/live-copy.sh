@@ -42,11 +42,11 @@
 # race happened in this copy; recorded); once it runs, rows of c differing
 # from p's (c FULL JOIN p, must be 0), row counts of c and p (ROWS each),
 # a full scan of both, verify_heapam() of c and p and bt_index_check(...,
-# true) of both primary keys (must find nothing), pg_checksums --check of the stopped copy, and the copy's log:
-# any ERROR or PANIC line fails the run; whether the two lines of the
-# recovery from a copy ("compressed pages are written out of place until
-# recovery from a copy is durable", "writes of compressed pages go in place
-# again") appear is recorded.
+# true) of both primary keys (must find nothing), pg_checksums --check of
+# the stopped copy, and the copy's log: any ERROR or PANIC line fails the
+# run; whether the two lines of the recovery from a copy ("compressed pages
+# are written out of place until recovery from a copy is durable", "writes
+# of compressed pages go in place again") appear is recorded.
 #
 # RUNS rounds; each round runs every method, and within a method every
 # installation in turn (A B A B ...), with RATES taken in turn per round.
@@ -55,9 +55,10 @@
 # The data directories and logs of a failed run are kept in WORK/run-N; a
 # passed run's are removed but for its logs.  INSTALLS (default
 # build/install/bin) must not change while the loop runs: copy an
-# installation others rebuild (cp -a build/install DIR) and name DIR/bin.  Writes markdown to OUTPUT.md
-# (default: stdout): one line per run, then pass and fail counts per
-# installation and method.  Exits 1 if any run failed.
+# installation others rebuild (cp -a build/install DIR) and name DIR/bin.
+# Writes markdown to OUTPUT.md (default: stdout): one line per run, then
+# pass and fail counts per installation and method.  Exits 1 if any run
+# failed.
 
 set -uo pipefail
 
