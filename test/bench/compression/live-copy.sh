@@ -32,7 +32,9 @@
 #               per second, keeps zero 4 kB blocks sparse and leaves out
 #               pgsql_tmp, postmaster.pid/.opts and pg_wal), pg_backup_stop(),
 #               backup_label written from its labelfile, then the primary's
-#               pg_wal copied over (wal_keep_size = 4GB keeps it)
+#               pg_wal copied over (a physical replication slot made
+#               before pg_backup_start() keeps it; pg_replslot is emptied
+#               in the copy)
 #
 # and then stops the load and the primary.  The copy starts on another port
 # (recovery from the copy), is stopped cleanly and started again, so that
@@ -253,6 +255,10 @@ SQL
 		"$bin/pg_basebackup" -h 127.0.0.1 -p "$port1" -D "$copy" -X stream -c fast \
 			"${maxrate[@]}" >"$d/backup.log" 2>&1 || bk_rc=$?
 	else
+		# a slot holds the WAL from here on, whatever wal_keep_size: a
+		# long copy under this load writes more than 4 GB of it
+		"${psql1[@]}" -c "SELECT pg_create_physical_replication_slot('live_copy', true)" \
+			>/dev/null 2>>"$d/backup.log" || bk_rc=$((bk_rc + 100000))
 		# a session kept open across the copy
 		mkfifo "$d/session.in"
 		"$bin/psql" -X -q -At -h 127.0.0.1 -p "$port1" -d postgres -v ON_ERROR_STOP=1 \
@@ -280,7 +286,7 @@ SQL
 		exec 3>&-
 		wait "$sess_pid" || bk_rc=$((bk_rc + 100))
 		cp "$d/backup_label" "$copy/backup_label" || bk_rc=$((bk_rc + 1000))
-		rm -rf "${copy:?}/pg_wal"
+		rm -rf "${copy:?}/pg_wal" "$copy"/pg_replslot/*
 		cp_vanishing "$prim/pg_wal" "$copy/pg_wal" || bk_rc=$((bk_rc + 10000))
 	fi
 	t2=$(date +%s.%N)
