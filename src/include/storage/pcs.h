@@ -150,7 +150,8 @@ extern void pcs_reserve_fill(const char *versiondir, int elevel);
 extern void pcs_reserve_fill_all(void);
 extern bool pcs_reserve_release(Oid spcOid, off_t need);
 extern void pcs_reserve_remove(const char *versiondir, bool redo);
-extern void pcs_reserve_check_extension(const char *path, int nblocks);
+extern void pcs_reserve_check_extension(Oid spcOid, const char *path,
+										int nblocks);
 
 /* pcs_debug_force_compression (pcs_tablespace.c) */
 extern PGDLLIMPORT int pcs_debug_force_compression;

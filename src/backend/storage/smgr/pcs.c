@@ -627,7 +627,8 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 
 	/* an extension is refused where md's would fail, for want of a block */
 	if (extend && segblock >= pcs_seg_nblocks(seg))
-		pcs_reserve_check_extension(FilePathName(seg->vfd), 1);
+		pcs_reserve_check_extension(reln->smgr_rlocator.locator.spcOid,
+									FilePathName(seg->vfd), 1);
 
 	/* before anything is written, as the map is stored to last */
 	pcs_map_chunk_ready(reln, seg, segblock, !extend);
@@ -980,7 +981,8 @@ pcs_zeroextend(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 
 		/* refused where md's would fail: no space for a block each */
 		if (to > Max(cur, from))
-			pcs_reserve_check_extension(FilePathName(seg->vfd),
+			pcs_reserve_check_extension(reln->smgr_rlocator.locator.spcOid,
+										FilePathName(seg->vfd),
 										to - Max(cur, from));
 
 		/* entries past the old end mean nothing: clear them first */

@@ -345,21 +345,45 @@ pcs_reserve_remove(const char *versiondir, bool redo)
 }
 
 /*
- * Refuse to extend the compressed fork whose segment is the file at path by
- * nblocks blocks if its file system cannot back them at a block each, as
- * md.c's extension would need: the statement that adds data is then the
- * one that meets a full file system, as on md, and not the write-backs of
- * the pages already there, which the reserve is for.  One statvfs() per
- * extension; heap relations extend many blocks at a time.
+ * Free space at or above which an extension in the same tablespace less
+ * than PCS_EXTENSION_RECHECK_MS after the last look needs no new look
+ */
+#define PCS_EXTENSION_MARGIN	((uint64) 64 * 1024 * 1024)
+#define PCS_EXTENSION_RECHECK_MS	1000
+
+/*
+ * Refuse to extend the compressed fork of tablespace spcOid whose segment
+ * is the file at path by nblocks blocks if its file system cannot back
+ * them at a block each, as md.c's extension would need: the statement that
+ * adds data is then the one that meets a full file system, as on md, and
+ * not the write-backs of the pages already there, which the reserve is
+ * for.  Bulk writes extend one block at a time, so a statvfs() per call
+ * would be a system call per page: while the last look found plenty of
+ * space (PCS_EXTENSION_MARGIN beyond what this process has extended
+ * since) and is recent, it is trusted; near a full file system every
+ * extension looks again.
  */
 void
-pcs_reserve_check_extension(const char *path, int nblocks)
+pcs_reserve_check_extension(Oid spcOid, const char *path, int nblocks)
 {
+	static Oid	seen_spc = InvalidOid;
+	static uint64 seen_avail = 0;
+	static TimestampTz seen_at = 0;
 	struct statvfs fs;
 	uint64		avail;
+	uint64		need = (uint64) nblocks * BLCKSZ;
+	TimestampTz now;
 
 	if (InRecovery)
 		return;
+	now = GetCurrentTimestamp();
+	if (spcOid == seen_spc && seen_avail >= need + PCS_EXTENSION_MARGIN &&
+		!TimestampDifferenceExceeds(seen_at, now, PCS_EXTENSION_RECHECK_MS))
+	{
+		seen_avail -= need;
+		return;
+	}
+
 	/*
 	 * Nothing to go by (some FUSE file systems report no size at all): as
 	 * before, the write-backs meet the full file system
@@ -367,7 +391,10 @@ pcs_reserve_check_extension(const char *path, int nblocks)
 	if (statvfs(path, &fs) != 0 || fs.f_blocks == 0)
 		return;
 	avail = (uint64) fs.f_bavail * fs.f_frsize;
-	if (avail >= (uint64) nblocks * BLCKSZ)
+	seen_spc = spcOid;
+	seen_avail = avail >= need ? avail - need : 0;
+	seen_at = now;
+	if (avail >= need)
 		return;
 	errno = ENOSPC;
 	ereport(ERROR,
