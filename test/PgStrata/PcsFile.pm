@@ -41,7 +41,8 @@ use Exporter 'import';
 our @EXPORT_OK = qw(MAGIC FORMAT_VERSION HEADER_SIZE MAP_OFFSET ENTRY_SIZE
   HEADER_ENTRIES HEADER_ENTRIES_OFFSET
   RELSEG_SIZE DATA_OFFSET UNIT_SIZE ALLOC_OFFSET GENERATION_OFFSET
-  NBLOCKS_OFFSET NBLOCKS2_OFFSET compressed_files allocated copy_differences);
+  NBLOCKS_OFFSET NBLOCKS2_OFFSET IDENTITY_COPY_OFFSET compressed_files
+  allocated copy_differences);
 
 use constant {
 	MAGIC => pack('H*', '50435331ffffff7f'),
@@ -59,6 +60,8 @@ use constant {
 	NBLOCKS2_OFFSET => 1536,    # the second copy (format 2: one copy, at 40)
 	DICT_OFFSET => 2048,        # the dictionary sector (format 3): current
 	                            # word, 8 reserved bytes, then 15 records
+	IDENTITY_COPY_OFFSET => 2304,    # the copy of sector 0's 28 bytes of
+	                                 # identity, then its check (formats 3, 4)
 	HEADER_CRC_OFFSET => 24,
 };
 use constant DATA_OFFSET => MAP_OFFSET + RELSEG_SIZE * ENTRY_SIZE;

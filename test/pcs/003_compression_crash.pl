@@ -10,7 +10,10 @@
 #   stores the same relations compressed;
 # - bytes flipped on disk in a page image, in a map entry and in a segment
 #   header give ERRCODE_DATA_CORRUPTED naming relation and block (the
-#   header's block count: naming the file), and the server stays up.
+#   header's block count: naming the file), and the server stays up;
+# - a segment header whose identity is damaged is restored from its copy,
+#   with a warning, in a running server and in redo after a crash (the
+#   server starts); with the copy damaged too, it is an error.
 
 use strict;
 use warnings FATAL => 'all';
@@ -204,13 +207,26 @@ is($primary->safe_psql('postgres', 'SELECT count(*) > 0 FROM t'),
 like($stderr, qr/WARNING:  invalid (compressed )?page in block 0 .*; zeroing out page/,
 	'with zero_damaged_pages the page is zeroed with a warning');
 
-# A damaged segment header.
+# A damaged segment header: the fields that identify the file are restored
+# from their copy in the dictionary sector, with a warning naming the file;
+# with the copy damaged too, it is a data-corruption error.
+my $identity = PgStrata::PcsFile::read_bytes($cpath, 0, 28);
 $primary->stop;
 PgStrata::PcsFile::flip($cpath, 20);    # inside the fields covered by the header CRC
 $primary->start;
 $stderr = read_block(2);
+like($stderr, qr/WARNING:  XX001: restored the damaged header of compressed segment file "pg_tblspc\/\d+\/\Q$verdir\E\/\d+\/\d+" from its copy/,
+	'a flipped byte in the segment header is restored from its copy, with a warning naming the file');
+unlike($stderr, qr/ERROR/, 'and the block reads');
+is(PgStrata::PcsFile::read_bytes($cpath, 0, 28), $identity,
+	'the file holds the restored bytes');
+$primary->stop;
+PgStrata::PcsFile::flip($cpath, 20);
+PgStrata::PcsFile::flip($cpath, PgStrata::PcsFile::IDENTITY_COPY_OFFSET + 3);
+$primary->start;
+$stderr = read_block(2);
 like($stderr, qr/ERROR:  XX001: invalid compressed segment header in file/,
-	'a flipped byte in the segment header is a data-corruption error');
+	'with its copy damaged too, it is a data-corruption error');
 is($primary->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');
 
 # A damaged copy of the block count in the same header (the header's shared
@@ -225,6 +241,32 @@ like($stderr, qr/WARNING:  XX001: invalid block count in compressed segment file
 	'a flipped byte in one copy of the block count is a warning naming the file');
 unlike($stderr, qr/ERROR/, 'and the block reads');
 is($primary->safe_psql('postgres', 'SELECT 1'), '1', 'the server is still up');
+
+# A damaged identity after a crash with WAL for the segment: redo opens it
+# first (full-page images need no read of the block, but the segment must
+# be known), restores it from the copy, and the server starts.  It used to
+# stop with "invalid compressed segment header" in the startup process,
+# where md starts and redo repairs the page.
+$primary->safe_psql('postgres', q(
+CREATE TABLE h (id int PRIMARY KEY, v text) TABLESPACE cts;
+INSERT INTO h SELECT g, repeat(md5(g::text), 4) FROM generate_series(1, 5000) g;
+CHECKPOINT;
+UPDATE h SET v = v || id WHERE id % 3 = 0;
+));
+my $hsum = $primary->safe_psql('postgres', 'SELECT count(*), md5(string_agg(v, \'|\' ORDER BY id)) FROM h');
+my $hpath = PgStrata::PcsFile::relation_path($primary, 'postgres', 'h');
+$primary->stop('immediate');
+PgStrata::PcsFile::flip($hpath, 12);    # the algorithm byte
+$log_offset = -s $primary->logfile;
+ok($primary->start(fail_ok => 1),
+	'after a crash, the server starts with a damaged segment header to replay into');
+like(slurp_file($primary->logfile, $log_offset),
+	qr/WARNING:  restored the damaged header of compressed segment file "pg_tblspc\/\d+\/\Q$verdir\E\/\d+\/\d+" from its copy/,
+	'redo restored it from its copy, with a warning');
+is($primary->safe_psql('postgres', 'SELECT count(*), md5(string_agg(v, \'|\' ORDER BY id)) FROM h'),
+	$hsum, 'the rows are those committed before the crash');
+is($primary->safe_psql('postgres', "SELECT count(*) FROM verify_heapam('h')"),
+	'0', 'verify_heapam is clean');
 
 $standby->stop;
 $primary->stop;

@@ -237,17 +237,41 @@ typedef struct PcsSectorWord
 } PcsSectorWord;
 
 /*
+ * The fields that identify a segment (PcsHeader up to and including
+ * header_crc) take this many bytes at the start of sector 0
+ */
+#define PCS_IDENTITY_SIZE	28
+
+/*
+ * A second copy of those fields, with a check of its own, in the dictionary
+ * sector (versions 3 and 4; README.pcs, "The identity's copy").  Sector 0
+ * never changes after the segment is made, and a single damaged byte there
+ * made the whole segment unreadable, in redo too; a sound copy restores it.
+ * All zeros in segments made before the copy existed, until a server opens
+ * them.
+ */
+typedef struct PcsIdentityCopy
+{
+	char		fields[PCS_IDENTITY_SIZE];
+	uint32		copy_crc;		/* CRC32C of the fields and of "I" */
+} PcsIdentityCopy;
+
+/*
  * The dictionary sector (sector 4).  current names the dictionary new
  * images use and whether it is ready, or that a server generation is
  * installing the next one (pcs_dict_word(); pcs_dict.c, "Dictionaries").
+ * It also holds the copy of the identity: the sector changes only when a
+ * dictionary is installed, and its bytes never in the same store.
  */
 typedef struct PcsDictSector
 {
 	pg_atomic_uint64 current;
 	uint64		reserved;
 	PcsDictRecord records[PCS_MAX_DICTIONARIES];	/* number n at n - 1 */
+	PcsIdentityCopy identity;
 	char		pad[PCS_SECTOR_SIZE - 16 -
-					PCS_MAX_DICTIONARIES * sizeof(PcsDictRecord)];
+					PCS_MAX_DICTIONARIES * sizeof(PcsDictRecord) -
+					sizeof(PcsIdentityCopy)];
 } PcsDictSector;
 
 /*
@@ -400,6 +424,8 @@ StaticAssertDecl(offsetof(PcsHeader, v2_alloc) == 32 &&
 				 offsetof(PcsHeader, nblocks) == 2 * PCS_SECTOR_SIZE &&
 				 offsetof(PcsHeader, dictionaries) == 4 * PCS_SECTOR_SIZE &&
 				 offsetof(PcsHeader, entries) == 5 * PCS_SECTOR_SIZE &&
+				 offsetof(PcsHeader, pad) == PCS_IDENTITY_SIZE &&
+				 offsetof(PcsHeader, dictionaries.identity) == 2304 &&
 				 sizeof(PcsHeader) == PCS_HEADER_SIZE,
 				 "frontend and backend must agree on the header layout");
 StaticAssertDecl(sizeof(PcsHeader) <= PCS_HEADER_SIZE,
@@ -563,6 +589,9 @@ extern bool pcs_algorithm_from_name(const char *name, PcsAlgorithm *algorithm);
 extern void pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm,
 							int level, BlockNumber segno);
 extern PcsProblem pcs_header_check(const PcsHeader *header);
+extern bool pcs_identity_copy_sound(const PcsHeader *header);
+extern void pcs_identity_copy_set(PcsHeader *header);
+extern bool pcs_identity_restore(PcsHeader *header);
 extern uint32 pcs_header_other_version(const PcsHeader *header);
 
 extern uint64 pcs_nblocks_word(const PcsHeader *header, BlockNumber segno,

@@ -99,6 +99,7 @@ pcs_header_init(PcsHeader *header, PcsAlgorithm algorithm, int level,
 	header->blcksz = BLCKSZ;
 	header->relseg_size = RELSEG_SIZE;
 	header->header_crc = pcs_header_crc(header);
+	pcs_identity_copy_set(header);
 	/* zero is no generation's word: the first allocation computes both */
 	pg_atomic_init_u64(&header->alloc.word, 0);
 	pg_atomic_init_u64(&header->alloc.second, 0);
@@ -198,6 +199,72 @@ pcs_header_check(const PcsHeader *header)
 		header->blcksz != BLCKSZ || header->relseg_size != RELSEG_SIZE)
 		return PCS_HEADER_BAD_SIZES;
 	return PCS_SOUND;
+}
+
+/* The check of the identity's copy: CRC32C of its fields and of "I" */
+static uint32
+pcs_identity_copy_crc(const PcsIdentityCopy *copy)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, "I", 1);
+	COMP_CRC32C(crc, copy->fields, PCS_IDENTITY_SIZE);
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+/*
+ * Does the header hold a sound copy of the identity that a build like this
+ * one can read?  Never for version 2, whose header has no dictionary sector.
+ */
+bool
+pcs_identity_copy_sound(const PcsHeader *header)
+{
+	const PcsIdentityCopy *copy = &header->dictionaries.identity;
+	PcsHeader	scratch;
+
+	if (copy->copy_crc != pcs_identity_copy_crc(copy))
+		return false;
+	memset(&scratch, 0, sizeof(scratch));
+	memcpy(&scratch, copy->fields, PCS_IDENTITY_SIZE);
+	return scratch.version != PCS_FORMAT_VERSION_2 &&
+		pcs_header_check(&scratch) == PCS_SOUND;
+}
+
+/*
+ * Write the copy of a sound header's identity (versions 3 and 4): at
+ * creation, and when a server opens a segment made before the copy existed.
+ */
+void
+pcs_identity_copy_set(PcsHeader *header)
+{
+	PcsIdentityCopy copy;
+
+	Assert(pcs_header_check(header) == PCS_SOUND);
+	if (header->version == PCS_FORMAT_VERSION_2)
+		return;
+	memcpy(copy.fields, header, PCS_IDENTITY_SIZE);
+	copy.copy_crc = pcs_identity_copy_crc(&copy);
+	memcpy(&header->dictionaries.identity, &copy, sizeof(copy));
+}
+
+/*
+ * Restore the identity of a header whose sector 0 failed its check from the
+ * copy in its dictionary sector, if that is sound; false if it is not (or
+ * the sector is sound but names a format this build does not read, which
+ * is not damage).  Only the identity's bytes are written: in versions 3 and
+ * 4 nothing else in sector 0 is used.
+ */
+bool
+pcs_identity_restore(PcsHeader *header)
+{
+	if (pcs_header_other_version(header) != 0 ||
+		!pcs_identity_copy_sound(header))
+		return false;
+	memcpy(header, header->dictionaries.identity.fields, PCS_IDENTITY_SIZE);
+	Assert(pcs_header_check(header) == PCS_SOUND);
+	return true;
 }
 
 /*

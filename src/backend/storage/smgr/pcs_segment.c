@@ -263,6 +263,27 @@ pcs_map_segment(PcsSegment *seg)
 						FilePathName(seg->vfd))));
 
 	problem = pcs_header_check((PcsHeader *) mapping);
+
+	/*
+	 * A damaged identity is restored from its copy (README.pcs, "The
+	 * identity's copy"), in any process, redo included: a store into the
+	 * mapping, written back by the kernel or the segment's next fsync, and
+	 * restored again at the next opening if a crash loses it first.  A sound
+	 * one gets its copy if the segment was made before copies existed.
+	 */
+	if (problem != PCS_SOUND && pcs_identity_restore((PcsHeader *) mapping))
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("restored the damaged header of compressed segment file \"%s\" from its copy",
+						FilePathName(seg->vfd)),
+				 errdetail("%s", _(pcs_problem_message(problem)))));
+		problem = PCS_SOUND;
+	}
+	else if (problem == PCS_SOUND &&
+			 ((PcsHeader *) mapping)->version != PCS_FORMAT_VERSION_2 &&
+			 !pcs_identity_copy_sound((PcsHeader *) mapping))
+		pcs_identity_copy_set((PcsHeader *) mapping);
 	if (problem != PCS_SOUND)
 	{
 		uint32		version = pcs_header_other_version((PcsHeader *) mapping);
