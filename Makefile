@@ -22,6 +22,9 @@
 #                        make check)
 #   make check-crash [CYCLES=200]  the long run of the OS-crash harness on
 #                        LazyFS (test/crash), compressed and control; as root
+#   make check-eio       the I/O-error tests on faultfs (test/fault); as root,
+#                        not in make check (they fail until map pages are
+#                        read with pread)
 #   make tree            the patched source as a git tree (build/postgresql)
 #   make refresh         write the tree's commits back into patches/ and src/
 #   make check-patches   fail unless patches/ and src/ reproduce the trees
@@ -100,7 +103,7 @@ PGMAKE := env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS PATH="$(BUILD_PATH)" \
 CHECK_DIR := $(BUILD)/check$(FLAVOUR_SUFFIX)
 
 .PHONY: all deps tree build install install-cassert check check-all check-quick \
-	check-patches check-upstream check-upstream-compressed check-crash check-tools demo move-minor \
+	check-patches check-upstream check-upstream-compressed check-crash check-eio check-tools demo move-minor \
 	refresh tree-reset clean distclean bench-toast fuzz
 
 all: install
@@ -191,6 +194,12 @@ check-upstream-compressed: install
 CYCLES ?= 200
 check-crash: install
 	@$(TOP)/test/crash/run-crash.sh $(CYCLES)
+
+# The I/O-error tests (test/fault/run-eio.sh): reads of chosen bytes fail
+# with EIO on faultfs, mounted for the test user by a root service.  Not
+# in make check: compressed map pages still turn EIO into SIGBUS.
+check-eio: install
+	@$(TOP)/test/fault/run-eio.sh
 
 # pgBackRest's and Citus's workflows against compressed tablespaces, each
 # tool built from its tarball into build/tools (doc/building-and-testing.md).
