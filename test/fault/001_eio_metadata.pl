@@ -31,12 +31,11 @@
 # fault was never met fails too.
 #
 # Case 2 fails today: SIGBUS ("terminated by signal 7: Bus error") and a
-# restart of every session.  Case 3 is an ERROR today and the server stays
-# up, but the ERROR says "invalid compressed page ... cut short by the end
-# of the file", calling a disk error corruption: a pread that meets the
-# error after some bytes returns those, and the image read takes the short
-# count for a short image instead of asking for the rest, as md.c does,
-# which would have got EIO.
+# restart of every session.  Case 3 used to be an ERROR that called a disk
+# error corruption ("invalid compressed page ... cut short by the end of
+# the file"): a pread that meets the error after some bytes returns those,
+# and the image read took the short count for a short image; it now asks
+# for the rest, as md.c does, and gets EIO.
 #
 # test/fault/001_eio_metadata.pl
 

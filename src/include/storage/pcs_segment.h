@@ -93,6 +93,7 @@ extern int	pcs_seg_back_units(SMgrRelation reln, PcsSegment *seg,
 							   uint32 first, uint32 count, bool writeback);
 extern void pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg,
 								BlockNumber segblock, bool writeback);
+extern int	pcs_read_fully(PcsSegment *seg, char *buf, int len, off_t offset);
 extern void pcs_register_dirty(SMgrRelation reln, ForkNumber forknum,
 							   BlockNumber segno, PcsSegment *seg);
 extern void pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to);

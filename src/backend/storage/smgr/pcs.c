@@ -342,9 +342,8 @@ pcs_read_image(PcsSegment *seg, const PcsMapEntry *entry, BlockNumber segblock,
 
 	/* a sound entry's image fits the staging block */
 	Assert(entry->stored > 0 && entry->stored <= BLCKSZ);
-	nread = FileRead(seg->vfd, image, entry->stored,
-					 pcs_unit_offset(entry->first_unit, seg->shift),
-					 WAIT_EVENT_DATA_FILE_READ);
+	nread = pcs_read_fully(seg, image, entry->stored,
+						   pcs_unit_offset(entry->first_unit, seg->shift));
 	if (nread < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),

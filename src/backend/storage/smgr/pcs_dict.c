@@ -86,9 +86,8 @@ pcs_seg_dictionary_bytes(PcsSegment *seg, int number, PcsDictRecord *record,
 		return problem;
 
 	*bytes = palloc(record->bytes);
-	nread = FileRead(seg->vfd, *bytes, record->bytes,
-					 pcs_unit_offset(record->first_unit, seg->shift),
-					 WAIT_EVENT_DATA_FILE_READ);
+	nread = pcs_read_fully(seg, *bytes, record->bytes,
+						   pcs_unit_offset(record->first_unit, seg->shift));
 	if (nread < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),

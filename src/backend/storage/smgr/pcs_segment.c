@@ -700,6 +700,33 @@ pcs_seg_back_units(SMgrRelation reln, PcsSegment *seg, uint32 first,
 }
 
 /*
+ * Read len bytes at offset of a segment, as md.c reads blocks: a read that
+ * returns fewer bytes is continued where it stopped, so that an I/O error
+ * part way (a failed page of the file, which the kernel reports by cutting
+ * the read short and failing the next one) is an error with its errno, not
+ * an image cut short.  Returns the bytes read, fewer than len only at the
+ * end of the file, or -1 with errno set.
+ */
+int
+pcs_read_fully(PcsSegment *seg, char *buf, int len, off_t offset)
+{
+	int			done = 0;
+
+	while (done < len)
+	{
+		int			nread = FileRead(seg->vfd, buf + done, len - done,
+									 offset + done, WAIT_EVENT_DATA_FILE_READ);
+
+		if (nread < 0)
+			return -1;
+		if (nread == 0)
+			break;
+		done += nread;
+	}
+	return done;
+}
+
+/*
  * Make sure the chunk of the map holding the entry of segblock has storage
  * before an entry is stored into it through the mapping.  The map is
  * sparse; the first store into a part that is a hole makes the file system
