@@ -698,6 +698,22 @@ SELECT (SELECT count(*) FROM ((TABLE lc EXCEPT ALL TABLE lp)
 	return;
 }
 
+# ledger_sizes(NODE, FS): what the compressed ledger table and its plain
+# twin take (pg_relation_size is physical bytes in a compressed tablespace;
+# the apparent size of the first segment file shows the file's end), so that
+# a cycle's log shows space growing from crash to crash
+sub ledger_sizes
+{
+	my ($node, $fs) = @_;
+	return query($node, $fs, q(
+SELECT 'lc ' || pg_relation_size('lc') || ' bytes (file end '
+	|| (pg_stat_file(pg_relation_filepath('lc'))).size || ', garbage '
+	|| coalesce((SELECT garbage_bytes::text
+		FROM pgstrata_relation_compression('lc') WHERE fork = 'main'), '?')
+	|| '), lp ' || pg_relation_size('lp') || ' bytes, '
+	|| (SELECT count(*) FROM lc) || ' rows'));
+}
+
 # keep_failure(WHAT): the logs of a failed cycle, for the report
 sub keep_failure
 {
@@ -771,6 +787,7 @@ for my $i (1 .. $cycles)
 			start_node($primary, $pfs);
 			check_ledger($primary, $pfs);
 			check_node($primary, $pfs);
+			note("primary cycle $i: " . ledger_sizes($primary, $pfs));
 		});
 	last if !$go;
 }
@@ -877,13 +894,7 @@ if ($primary && server_pids($primary))
 {
 	my $sizes = eval {
 		$deadline = time + 60;
-		query($primary, $pfs,
-			q(SELECT pg_relation_size('lc') || ' bytes in the tablespace, '
-			  || pg_relation_size('lp') || ' bytes its plain twin, '
-			  || (SELECT count(*) FROM lc) || ' rows'
-			  || coalesce(', ' || (SELECT garbage_bytes
-					FROM pgstrata_relation_compression('lc') WHERE fork = 'main')
-				|| ' bytes of it garbage', '')));
+		ledger_sizes($primary, $pfs);
 	};
 	# (pg_relation_size reports physical bytes in a compressed tablespace)
 	diag("crash harness: at the end, the ledger table takes $sizes") if $sizes;
