@@ -1010,6 +1010,14 @@ for my $case (@cases)
 	{
 		push @tables, $tab;
 	}
+	# An OS crash is staged from the file as it was at this checkpoint,
+	# which must then be its last fsync: hold the background writer's early
+	# fsyncs (the first allocation of a generation and a megabyte of moved
+	# pages ask for one) until the crash, or a moved page's units could be
+	# reused after an fsync that the staged file pretends never happened.
+	$node->safe_psql('postgres',
+		"SELECT injection_points_attach('pcs-early-sync', 'wait')")
+	  if !$case->{point};
 	$node->safe_psql('postgres', 'CHECKPOINT');
 	my $path = $case->{file} ? $case->{file}->() : undef;
 	my $old =

@@ -48,8 +48,9 @@ extern bool pcs_claim_units(const PcsFreeKey *key, uint32 count,
 							uint32 *first);
 extern void pcs_free_want_sync(const PcsFreeKey *key);
 extern int	pcs_take_wanted_syncs(PcsFreeKey *keys, int max);
-extern void pcs_free_publish(const PcsFreeKey *key, int shift,
+extern bool pcs_free_publish(const PcsFreeKey *key, int shift,
 							 const PcsUnitRun *runs, int nruns);
+extern uint32 pcs_free_waiting_units(const PcsFreeKey *key);
 extern void pcs_forget_fork(RelFileLocator rlocator, ForkNumber forknum);
 extern void pcs_forget_database(Oid dbid);
 

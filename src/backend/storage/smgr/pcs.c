@@ -794,7 +794,9 @@ pcs_view_entry(const PcsSegmentView *view, BlockNumber segblock)
  * background writer before each of its rounds (patch 0036).  A writer that
  * has freed a megabyte of units in a segment since its last fsync holds a
  * buffer's content lock, so it asks instead of fsyncing itself
- * (pcs_free_want_sync()); the fsync makes those units reusable
+ * (pcs_free_want_sync()); so does the first allocation of a server
+ * generation in a segment, which found the units its map does not use
+ * (pcs_publish_free_runs()).  The fsync makes those units reusable
  * (pcs_sync_done()), as the checkpoint's would.  A segment gone since, or
  * no longer compressed, is skipped.
  */
@@ -806,6 +808,7 @@ pcs_sync_wanted_segments(void)
 
 	while ((n = pcs_take_wanted_syncs(keys, lengthof(keys))) > 0)
 	{
+		PGSTRATA_INJECTION_POINT("pcs-early-sync");
 		for (int i = 0; i < n; i++)
 		{
 			SMgrRelation reln = smgropen(keys[i].rlocator, keys[i].backend);

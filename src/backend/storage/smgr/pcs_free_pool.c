@@ -906,9 +906,11 @@ pcs_claim_units(const PcsFreeKey *key, uint32 count, uint32 *first)
  * replayed a checkpoint record skips its restartpoint, and at its next
  * start nothing fsyncs the data directory, so an OS crash could bring back
  * an older map in which another block's entry points into these units.
- * When the pool is full, the largest runs are kept.
+ * When the pool is full, the largest runs are kept.  Returns true, once
+ * until the segment's next fsync, when the caller should ask for that fsync
+ * early (pcs_free_want_sync()).
  */
-void
+bool
 pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
 				 int nruns)
 {
@@ -916,6 +918,7 @@ pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
 	LWLock	   *lock = pcs_free_lock(hashcode);
 	PcsFreeEntry *entry;
 	uint64		clock;
+	bool		sync_early = false;
 
 	LWLockAcquire(lock, LW_EXCLUSIVE);
 	/* read under the lock, as pcs_free_units() reads it; fsync = off: now */
@@ -923,17 +926,65 @@ pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
 	entry = pcs_free_entry(key, hashcode, shift);
 	if (entry != NULL)
 	{
+		uint64		waiting = 0;
+
 		pcs_free_release(entry);
 		for (int i = 0; i < nruns; i++)
 		{
 			if (runs[i].count > 0)
+			{
 				pcs_free_add_run(entry, runs[i].first, runs[i].count, clock,
 								 false, -1);
+				waiting += runs[i].count;
+			}
+		}
+
+		/*
+		 * They wait like freed units, and are counted with them; but however
+		 * few they are, the segment's first fsync in this generation is asked
+		 * for now.  Until it, every write that moves a page takes fresh units
+		 * from the file's end, and a server that crashes before its first
+		 * checkpoint would grow the file at every start.
+		 */
+		if (clock != 0 && entry->nruns > 0)
+		{
+			entry->waiting = (uint32) Min(waiting, PG_UINT32_MAX);
+			if (!entry->sync_asked)
+				entry->sync_asked = sync_early = true;
 		}
 		if (entry->nruns == 0)
 			pcs_free_drop_entry(entry, hashcode);
 	}
 	LWLockRelease(lock);
+	return sync_early;
+}
+
+/*
+ * Units of a segment freed to wait since its last fsync completed
+ * (including those its generation's first allocation found): space that is
+ * about to become reusable, so that growing the file in advance of it
+ * would only add to what the file holds unused (pcs_ensure_capacity()).
+ * A hint, read without waiting for writers.
+ */
+uint32
+pcs_free_waiting_units(const PcsFreeKey *key)
+{
+	uint32		hashcode;
+	LWLock	   *lock;
+	PcsFreeEntry *entry;
+	uint32		waiting = 0;
+
+	if (pg_atomic_read_u32(&PcsFree->entries) == 0)
+		return 0;
+	hashcode = get_hash_value(PcsFreeTable, key);
+	lock = pcs_free_lock(hashcode);
+	LWLockAcquire(lock, LW_SHARED);
+	entry = hash_search_with_hash_value(PcsFreeTable, key, hashcode,
+										HASH_FIND, NULL);
+	if (entry != NULL)
+		waiting = entry->waiting;
+	LWLockRelease(lock);
+	return waiting;
 }
 
 /* Forget the runs of every entry that match, with every partition locked */

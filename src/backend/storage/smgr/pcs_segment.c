@@ -614,7 +614,7 @@ pcs_storage_failed(PcsSegment *seg, int error)
  */
 static void
 pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit,
-					bool writeback)
+					bool writeback, uint32 found)
 {
 	off_t		size;
 	uint32		have;
@@ -630,8 +630,25 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit,
 		int			fd;
 		int			ret;
 
+		PcsFreeKey	key;
+		uint32		waiting;
+
+		/*
+		 * Grow by a sixteenth of the data area, less what is about to become
+		 * reusable: space that comes back at the segment's next fsync is
+		 * where the next writes go, and a chunk grown ahead of it would only
+		 * add to what the file holds unused.  That space is largest at the
+		 * start of a server generation, which begins above the file's end
+		 * while everything below that the map does not use (found) waits for
+		 * the segment's first fsync (pcs_publish_free_runs()): a server that
+		 * crashed again and again before its checkpoints grew each segment by
+		 * a chunk, a sixteenth more, at every start.
+		 */
 		grow = Min(Max(have / 16, PCS_MIN_GROWTH >> seg->shift),
 				   PCS_MAX_GROWTH >> seg->shift);
+		pcs_free_key(reln, seg->forknum, seg->segno, &key);
+		waiting = Max(found, pcs_free_waiting_units(&key));
+		grow = grow > waiting ? grow - waiting : 0;
 		grow = Max(grow, limit - have);
 		/* the size read above may be stale by the time the file grows */
 		PGSTRATA_INJECTION_POINT("pcs-grow-before-allocate");
@@ -986,31 +1003,31 @@ pcs_find_free_runs(PcsUnitRun *used, int nused, uint32 limit,
 
 /*
  * After the compare-and-swap that began a generation in a segment: keep the
- * units below start that no sound entry uses as free (the map was read
- * before the swap, and no unit of this generation was handed out or freed
- * before it: every allocation needs the word, and truncations keep units
- * only once it is sound), then record that this generation read the map.
- * The word is recorded even when the map could not be trusted (an entry
- * failed its check, two overlapped), so that it is read once per
- * generation; its free units are then garbage until a rewrite.
+ * runs of units below its start that no sound entry uses (runs, found in
+ * the map read before the swap; NULL when it could not be trusted) as free.
+ * No unit of this generation was handed out or freed before the swap:
+ * every allocation needs the word, and truncations keep units only once it
+ * is sound.  They wait for the segment's first fsync in this generation,
+ * which is asked for now (pcs_free_want_sync()) rather than left to the
+ * next checkpoint: until it, every page that moves takes fresh units from
+ * the file's end.  Then record that this generation read the map.  The word
+ * is recorded even when the map could not be trusted (an entry failed its
+ * check, two overlapped), so that it is read once per generation; its free
+ * units are then garbage until a rewrite.
  */
 static void
-pcs_publish_free_runs(SMgrRelation reln, PcsSegment *seg, PcsUnitRun *used,
-					  int nused, bool all_sound, uint32 start)
+pcs_publish_free_runs(SMgrRelation reln, PcsSegment *seg, PcsUnitRun *runs,
+					  int nruns)
 {
-	PcsUnitRun *runs = NULL;
-	int			nruns = 0;
-
 	Assert(seg->header->version != PCS_FORMAT_VERSION_2);
-	if (all_sound && pcs_find_free_runs(used, nused, start, &runs, &nruns))
+	if (runs != NULL)
 	{
 		PcsFreeKey	key;
 
 		pcs_free_key(reln, seg->forknum, seg->segno, &key);
-		pcs_free_publish(&key, seg->shift, runs, nruns);
+		if (pcs_free_publish(&key, seg->shift, runs, nruns))
+			pcs_free_want_sync(&key);
 	}
-	if (runs != NULL)
-		pfree(runs);
 	pg_atomic_write_u64(&seg->header->alloc.second,
 						pcs_generation_word(seg->header, seg->segno,
 											pcs_current_generation()));
@@ -1049,9 +1066,9 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units, bool writeback)
 	pg_atomic_uint64 *word = pcs_header_alloc(seg->header);
 	uint64		old = pg_atomic_read_u64(word);
 	uint32		first;
-	PcsUnitRun *used = NULL;
-	int			nused = 0;
-	bool		all_sound = false;
+	PcsUnitRun *free_runs = NULL;
+	int			nfree = 0;
+	uint32		found = 0;
 	bool		find_free = false;
 
 	for (;;)
@@ -1062,15 +1079,19 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units, bool writeback)
 		{
 			off_t		size = pcs_file_end(seg);
 			uint32		seen_gen;
+			PcsUnitRun *used = NULL;
+			int			nused = 0;
+			bool		all_sound = false;
 
 			/*
 			 * At a new generation's first allocation the map is read for free
 			 * units as well (format 3 knows which generation read it last); a
 			 * word damaged in a running server is only recomputed.
 			 */
-			if (used != NULL)
-				pfree(used);
-			used = NULL;
+			if (free_runs != NULL)
+				pfree(free_runs);
+			free_runs = NULL;
+			found = 0;
 			find_free = seg->header->version != PCS_FORMAT_VERSION_2 &&
 				!(pcs_generation_decode(seg->header, seg->segno,
 										pg_atomic_read_u64(&seg->header->alloc.second),
@@ -1079,6 +1100,16 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units, bool writeback)
 			first = Max(first, pcs_map_high_water(seg,
 												  find_free ? &used : NULL,
 												  &nused, &all_sound));
+			if (find_free && all_sound &&
+				!pcs_find_free_runs(used, nused, first, &free_runs, &nfree))
+			{
+				pfree(free_runs);
+				free_runs = NULL;
+			}
+			for (int i = 0; free_runs != NULL && i < nfree; i++)
+				found += free_runs[i].count;
+			if (used != NULL)
+				pfree(used);
 			recomputed = true;
 		}
 		if ((uint64) first + units > PG_UINT32_MAX)
@@ -1088,19 +1119,19 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units, bool writeback)
 							FilePathName(seg->vfd)),
 					 errhint("Rewrite the relation with VACUUM FULL to reclaim its unused space.")));
 		/* the file holds the units before anybody can be given them */
-		pcs_ensure_capacity(reln, seg, first + units, writeback);
+		pcs_ensure_capacity(reln, seg, first + units, writeback,
+							recomputed ? found : 0);
 		if (pg_atomic_compare_exchange_u64(word, &old,
 										   pcs_alloc_word(seg->header, seg->segno,
 														  gen, first + units)))
 		{
 			if (recomputed && find_free)
-				pcs_publish_free_runs(reln, seg, used, nused, all_sound,
-									  first);
+				pcs_publish_free_runs(reln, seg, free_runs, nfree);
 			break;
 		}
 	}
-	if (used != NULL)
-		pfree(used);
+	if (free_runs != NULL)
+		pfree(free_runs);
 	/* the file holds every unit handed out (README.pcs, "Allocation") */
 	Assert((uint64) first + units <= seg->capacity);
 	return first;
