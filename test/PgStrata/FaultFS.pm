@@ -49,11 +49,10 @@ use warnings FATAL => 'all';
 
 use Carp;
 use Cwd qw(abs_path);
-use Fcntl qw(O_WRONLY O_NONBLOCK);
 use IO::Socket::UNIX;
 use Time::HiRes qw(usleep time);
+use PgStrata::RootService;
 
-my $token_seq = 0;
 
 # service(): the service directory, or (undef, why)
 sub service
@@ -83,33 +82,8 @@ sub socket_path { my $self = shift; return $self->dir . '/ctl/control.sock'; }
 sub request
 {
 	my ($self, $cmd, $timeout) = @_;
-	my $token = "t${$}_" . $token_seq++ . '_' . int(rand(1e9));
-	my $fh;
-	# O_NONBLOCK: fails at once (ENXIO) if the service is not reading
-	my $deadline = time + ($timeout // 60);
-	until (sysopen($fh, "$self->{svc}/requests", O_WRONLY | O_NONBLOCK))
-	{
-		return "error: cannot reach the faultfs service: $!"
-		  if time > $deadline;
-		usleep(100_000);
-	}
-	my $line = "$token $cmd $self->{name}\n";
-	syswrite($fh, $line) == length($line)
-	  or return "error: short write to the service: $!";
-	close($fh);
-	my $reply = "$self->{svc}/replies/$token";
-	while (!-f $reply)
-	{
-		return "error: no answer from the faultfs service to $cmd"
-		  if time > $deadline;
-		usleep(50_000);
-	}
-	open(my $r, '<', $reply) or return "error: $reply: $!";
-	my $answer = <$r> // '';
-	close($r);
-	unlink($reply);
-	chomp $answer;
-	return $answer;
+	return PgStrata::RootService::request($self->{svc}, 'faultfs',
+		"$cmd $self->{name}", $timeout);
 }
 
 sub mount

@@ -42,9 +42,9 @@ use Carp;
 use Fcntl qw(O_WRONLY O_RDONLY O_NONBLOCK);
 use IO::Handle;
 use Time::HiRes qw(usleep time);
+use PgStrata::RootService;
 use POSIX qw(:sys_wait_h);
 
-my $token_seq = 0;
 
 # service(): the service directory, or (undef, why)
 sub service
@@ -80,31 +80,8 @@ sub log_file { my $self = shift; return $self->dir . '/ctl/lazyfs.log'; }
 sub request
 {
 	my ($self, $cmd, $args, $timeout) = @_;
-	my $token = "t${$}_" . $token_seq++ . '_' . int(rand(1e9));
-	my $fh;
-	# O_NONBLOCK: fails at once (ENXIO) if the service is not reading
-	my $deadline = time + ($timeout // 60);
-	until (sysopen($fh, "$self->{svc}/requests", O_WRONLY | O_NONBLOCK))
-	{
-		return "error: cannot reach the LazyFS service: $!" if time > $deadline;
-		usleep(100_000);
-	}
-	my $line = "$token $cmd $self->{name} " . ($args // '') . "\n";
-	syswrite($fh, $line) == length($line)
-	  or return "error: short write to the service: $!";
-	close($fh);
-	my $reply = "$self->{svc}/replies/$token";
-	while (!-f $reply)
-	{
-		return "error: no answer from the LazyFS service to $cmd"
-		  if time > $deadline;
-		usleep(50_000);
-	}
-	open(my $r, '<', $reply) or return "error: $reply: $!";
-	my $answer = <$r> // '';
-	close($r);
-	chomp $answer;
-	return $answer;
+	return PgStrata::RootService::request($self->{svc}, 'LazyFS',
+		"$cmd $self->{name} " . ($args // ''), $timeout);
 }
 
 sub mount
