@@ -13,7 +13,8 @@
 #   header's block count: naming the file), and the server stays up;
 # - a segment header whose identity is damaged is restored from its copy,
 #   with a warning, in a running server and in redo after a crash (the
-#   server starts); with the copy damaged too, it is an error.
+#   server starts); with the copy damaged too, it is an error; a segment
+#   made before the copy existed gets it when first opened.
 
 use strict;
 use warnings FATAL => 'all';
@@ -211,7 +212,18 @@ like($stderr, qr/WARNING:  invalid (compressed )?page in block 0 .*; zeroing out
 # from their copy in the dictionary sector, with a warning naming the file;
 # with the copy damaged too, it is a data-corruption error.
 my $identity = PgStrata::PcsFile::read_bytes($cpath, 0, 28);
+
+# A segment made before the copy existed (zeros where it lies) gets it
+# from the first server that opens it.
 $primary->stop;
+PgStrata::PcsFile::write_bytes($cpath,
+	PgStrata::PcsFile::IDENTITY_COPY_OFFSET, "\0" x 32);
+$primary->start;
+unlike(read_block(2), qr/ERROR|WARNING/, 'a segment without the copy reads');
+$primary->stop;
+is(PgStrata::PcsFile::read_bytes($cpath, PgStrata::PcsFile::IDENTITY_COPY_OFFSET, 28),
+	$identity, '... and holds the copy once opened');
+
 PgStrata::PcsFile::flip($cpath, 20);    # inside the fields covered by the header CRC
 $primary->start;
 $stderr = read_block(2);
