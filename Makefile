@@ -196,8 +196,8 @@ check-crash: install
 	@$(TOP)/test/crash/run-crash.sh $(CYCLES)
 
 # The I/O-error tests (test/fault/run-eio.sh): reads of chosen bytes fail
-# with EIO on faultfs, mounted for the test user by a root service.  Not
-# in make check: compressed map pages still turn EIO into SIGBUS.
+# with EIO on faultfs, mounted for the test user by a root service; make
+# check runs them too.
 check-eio: install
 	@$(TOP)/test/fault/run-eio.sh
 

@@ -27,6 +27,9 @@ reflink_fs_umount "$LOGDIR/reflinkfs"
 if [ "$(id -u)" = 0 ] && [ -d "$LOGDIR/lazyfs" ]; then
 	"$TOP/test/crash/lazyfs-service.sh" stop "$LOGDIR/lazyfs"
 fi
+if [ "$(id -u)" = 0 ] && [ -d "$LOGDIR/faultfs" ]; then
+	"$TOP/test/fault/faultfs-service.sh" stop "$LOGDIR/faultfs"
+fi
 rm -rf "$LOGDIR"
 mkdir -p "$LOGDIR"
 
@@ -112,6 +115,15 @@ if [ "$(id -u)" = 0 ]; then
 	# service.  A test given PGSTRATA_LAZYFS fails when it cannot use it.
 	# Without the vendored tarball (../shared/vendor) it is skipped, and
 	# says so.
+	# The I/O-error tests (test/fault) mount faultfs the same way, in
+	# every pass: they are short (20 s), and an I/O error in an assert
+	# build must be an ERROR too.
+	if "$TOP/test/fault/faultfs-service.sh" start "$LOGDIR/faultfs" \
+		>"$LOGDIR/faultfs-start.log" 2>&1; then
+		export PGSTRATA_FAULTFS=$LOGDIR/faultfs
+	else
+		export PGSTRATA_FAULTFS="(could not build faultfs or start its service: $LOGDIR/faultfs-start.log)"
+	fi
 	if [ -n "$FLAVOUR_SUFFIX" ]; then
 		:	# test/crash is left out of this pass
 	else
@@ -136,6 +148,7 @@ small_fs_umount "$LOGDIR/smallfs"
 reflink_fs_umount "$LOGDIR/reflinkfs"
 if [ "$(id -u)" = 0 ]; then
 	"$TOP/test/crash/lazyfs-service.sh" stop "$LOGDIR/lazyfs"
+	"$TOP/test/fault/faultfs-service.sh" stop "$LOGDIR/faultfs"
 fi
 # On PostgreSQL 18, pg_upgrade from pgstrata on 17 (test/upgrade): it needs
 # 17's release build, build/install, which make PG=18 check-quick and make

@@ -59,8 +59,9 @@ sub service
 {
 	my $svc = $ENV{PGSTRATA_FAULTFS};
 	return (undef,
-		'PGSTRATA_FAULTFS is not set (run by root: make check-eio starts the faultfs service)'
+		'PGSTRATA_FAULTFS is not set (run by root: make check and make check-eio start the faultfs service)'
 	) if !defined $svc || $svc eq '';
+	return (undef, "PGSTRATA_FAULTFS: $svc") if $svc =~ /^\(/;
 	return (undef, "no faultfs service at $svc") if !-p "$svc/requests";
 	return ($svc, undef);
 }

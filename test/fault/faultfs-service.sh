@@ -153,6 +153,9 @@ case "${1:-}" in
 		chown root: "$dir" "$dir/replies" "$dir/fs" "$dir/bin"
 		chmod 0755 "$dir" "$dir/replies" "$dir/fs" "$dir/bin"
 		if [ ! -x "$dir/bin/faultfs" ] || [ "$TOP/test/fault/faultfs.c" -nt "$dir/bin/faultfs" ]; then
+			# a machine that never built it gets what the build needs
+			"$TOP/patches/tools/install-deps.sh" gcc pkg-config libfuse3-dev fuse3 >&2 ||
+				exit 1
 			# shellcheck disable=SC2046
 			gcc -O2 -Wall -o "$dir/bin/faultfs" "$TOP/test/fault/faultfs.c" \
 				$(pkg-config --cflags --libs fuse3) -lpthread ||

@@ -14,9 +14,7 @@
 #   EIO_WORK     the work directory (default build/fault): the service in
 #                EIO_WORK/faultfs, prove's in EIO_WORK/tap
 #
-# Not part of make check: 001_eio_metadata.pl fails until the map pages of
-# compressed segments are read with pread rather than through a shared
-# mapping (doc/building-and-testing.md).
+# make check runs the same tests (as root) with the rest of the TAP suite.
 #
 # Portions Copyright (c) 2026, pgstrata developers
 #

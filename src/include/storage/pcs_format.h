@@ -277,8 +277,8 @@ typedef struct PcsDictSector
 /*
  * The segment header.  The fields up to header_crc never change after the
  * segment is created and are covered by header_crc.  The shared words are
- * shared, through a MAP_SHARED mapping, by every process using the
- * segment, and change with single 64-bit atomic operations; each carries its
+ * shared, in the file, by every process using the segment, and change by
+ * single 8-byte writes under a lock (pcs_meta.c); each carries its
  * own check in its high half, so that a damaged word is recognised wherever
  * it is read (README.pcs, "The shared words"):
  *
@@ -366,8 +366,8 @@ pcs_header_entries(const PcsHeader *header)
 }
 
 /*
- * The map entry of block segblock of a segment, in a mapping (or a copy) of
- * its header and map that starts at the file's first byte.  Every access to
+ * The map entry of block segblock of a segment, in a copy of its header
+ * and map that starts at the file's first byte.  Every access to
  * an entry goes through this or pcs_entry_offset(): where an entry lies
  * depends on the segment's format version.
  */

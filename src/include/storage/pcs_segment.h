@@ -18,6 +18,7 @@
 
 #include "lib/ilist.h"
 #include "storage/fd.h"
+#include "storage/lwlock.h"
 #include "storage/pcs_format.h"
 #include "storage/pcs_free_pool.h"
 #include "storage/smgr.h"
@@ -30,18 +31,26 @@
 #define PCS_MAP_CHUNK_OF(segblock) \
 	((int) (((off_t) (segblock) * PCS_ENTRY_SIZE) / PCS_MAP_CHUNK))
 
+/* Bytes of a segment's header that each process keeps a copy of */
+#define PCS_HEADER_COPY_SIZE	offsetof(PcsHeader, entries)
+
 /* An open compressed segment of one fork, in one process */
 typedef struct PcsSegment
 {
 	File		vfd;			/* the segment file */
-	PcsHeader  *header;			/* MAP_SHARED mapping of header and map, or
-								 * NULL while unmapped (pcs_limit_mappings) */
+
+	/*
+	 * this process's copy of its header block, read at opening: the fields
+	 * that identify the segment never change; the shared words and the map
+	 * entries in it are stale, read and written in the file (pcs_meta.c)
+	 */
+	PcsHeader  *header;
+	LWLock	   *word_lock;		/* the lock of its shared words */
 	BlockNumber segno;			/* its number within the fork */
 	ForkNumber	forknum;		/* its fork */
 	int			shift;			/* log2 of its unit size, from its header */
 	uint32		capacity;		/* units the file is known to hold */
 	uint64		alloc_seen;		/* allocation word when capacity was read */
-	dlist_node	lru;			/* place in pcs_mapped, while mapped */
 	PcsCodecState codec;		/* what the codec learnt of its pages */
 
 	/*
@@ -98,6 +107,8 @@ extern void pcs_register_dirty(SMgrRelation reln, ForkNumber forknum,
 							   BlockNumber segno, PcsSegment *seg);
 extern void pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to);
 extern BlockNumber pcs_seg_nblocks(PcsSegment *seg);
+extern void pcs_seg_words(PcsSegment *seg, BlockNumber *nblocks,
+						  uint32 *limit);
 extern void pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n);
 extern void pcs_seg_store_nblocks(PcsSegment *seg, BlockNumber n);
 extern void pcs_seg_truncate_entries(SMgrRelation reln, ForkNumber forknum,
@@ -109,40 +120,28 @@ extern void pcs_sync_now(SMgrRelation reln, ForkNumber forknum,
 						 PcsSegment *seg, uint32 wait_event);
 extern uint32 pcs_unit_limit(PcsSegment *seg);
 
-/*
- * Where the map entry of segblock lies in the mapping of a segment: in its
- * header or in its map, by format version (pcs_entry_slot())
- */
-static inline PcsMapEntry *
-pcs_seg_entry(PcsSegment *seg, BlockNumber segblock)
-{
-	Assert(seg->header != NULL && segblock < RELSEG_SIZE);
-	return pcs_entry_slot(seg->header, segblock);
-}
-
-/* May the entry of segblock be read through the mapping (see above)? */
-static inline bool
-pcs_entry_readable(PcsSegment *seg, BlockNumber segblock)
-{
-	return segblock < pcs_header_entries(seg->header) ||
-		pcs_map_chunk_readable(seg, PCS_MAP_CHUNK_OF(segblock));
-}
-
-/* The map entry of segblock, or an empty one where its chunk is a hole */
-static inline PcsMapEntry
-pcs_map_entry(PcsSegment *seg, BlockNumber segblock)
-{
-	PcsMapEntry entry;
-
-	Assert(segblock < RELSEG_SIZE);
-	if (unlikely(!pcs_entry_readable(seg, segblock)))
-	{
-		memset(&entry, 0, sizeof(entry));
-		Assert(pcs_entry_is_empty(&entry));
-		return entry;
-	}
-	entry = *pcs_seg_entry(seg, segblock);
-	return entry;
-}
+/* the header and map, with ordinary calls (pcs_meta.c) */
+extern Size pcs_meta_shmem_size(void);
+extern void pcs_meta_shmem_init(void);
+extern void pcs_meta_attach(void);
+extern LWLock *pcs_meta_word_lock(const PcsFreeKey *key);
+extern void pcs_meta_read(PcsSegment *seg, void *buf, int len, off_t offset);
+extern void pcs_meta_write(PcsSegment *seg, const void *buf, int len,
+						   off_t offset);
+extern uint64 pcs_word_read(PcsSegment *seg, pg_atomic_uint64 *word);
+extern void pcs_words_read(PcsSegment *seg, pg_atomic_uint64 *first,
+						   pg_atomic_uint64 *last);
+extern void pcs_word_write(PcsSegment *seg, pg_atomic_uint64 *word,
+						   uint64 value);
+extern bool pcs_word_compare_exchange(PcsSegment *seg, pg_atomic_uint64 *word,
+									  uint64 *expected, uint64 value);
+extern PcsMapEntry pcs_map_entry(PcsSegment *seg, BlockNumber segblock);
+extern void pcs_map_entries(PcsSegment *seg, BlockNumber from, int n,
+							PcsMapEntry *entries);
+extern void pcs_map_store(PcsSegment *seg, BlockNumber segblock,
+						  const PcsMapEntry *entry);
+extern void pcs_meta_read_dictionaries(PcsSegment *seg);
+extern void pcs_meta_store_dict_record(PcsSegment *seg, int number,
+									   const PcsDictRecord *record);
 
 #endif							/* PCS_SEGMENT_H */

@@ -320,18 +320,19 @@ pcs_invalid_page(char *buffer)
 
 /*
  * Read the page of one entry of a segment (entry, a copy of the map's entry
- * of block segblock) into buffer, through image (a staging block): PCS_SOUND,
- * or what is wrong.  An empty entry reads as a zero page.
+ * of block segblock, checked against limit, the first unit not handed out
+ * when it was read after the entry) into buffer, through image (a staging
+ * block): PCS_SOUND, or what is wrong.  An empty entry reads as a zero page.
  */
 static PcsProblem
-pcs_read_image(PcsSegment *seg, const PcsMapEntry *entry, BlockNumber segblock,
-			   char *image, char *buffer)
+pcs_read_image(PcsSegment *seg, const PcsMapEntry *entry, uint32 limit,
+			   BlockNumber segblock, char *image, char *buffer)
 {
 	PcsProblem	problem;
 	const PcsDict *dict = NULL;
 	int			nread;
 
-	problem = pcs_entry_check(entry, segblock, pcs_unit_limit(seg), seg->shift);
+	problem = pcs_entry_check(entry, segblock, limit, seg->shift);
 	if (problem != PCS_SOUND)
 		return problem;
 	if (pcs_entry_is_empty(entry))
@@ -377,8 +378,19 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	PcsMapEntry entry;
 	PcsProblem	problem = PCS_SOUND;
 	PGIOAlignedBlock image;
+	BlockNumber nblocks = 0;
+	uint32		limit = 0;
 
-	if (seg == NULL || segblock >= pcs_seg_nblocks(seg))
+	/*
+	 * The entry, then the block count and the allocation word in one read:
+	 * the limit read after the entry bounds every unit it names.
+	 */
+	if (seg != NULL)
+	{
+		entry = pcs_map_entry(seg, segblock);
+		pcs_seg_words(seg, &nblocks, &limit);
+	}
+	if (seg == NULL || segblock >= nblocks)
 	{
 		/* as md.c: past the end is an error, but not where zeros are expected */
 		if (zero_damaged_pages || InRecovery)
@@ -405,12 +417,19 @@ pcs_read_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	 */
 	for (int tries = 1;; tries++)
 	{
-		entry = pcs_map_entry(seg, segblock);
-		problem = pcs_read_image(seg, &entry, segblock, image.data, buffer);
+		PcsMapEntry again;
+
+		if (tries > 1)
+		{
+			entry = pcs_map_entry(seg, segblock);
+			limit = pcs_unit_limit(seg);
+		}
+		problem = pcs_read_image(seg, &entry, limit, segblock, image.data,
+								 buffer);
 		if (problem == PCS_SOUND || tries >= PCS_READ_TRIES)
 			break;
-		if (memcmp(&entry, pcs_seg_entry(seg, segblock),
-				   sizeof(PcsMapEntry)) == 0)
+		again = pcs_map_entry(seg, segblock);
+		if (memcmp(&entry, &again, sizeof(PcsMapEntry)) == 0)
 			pg_usleep(1000L << (tries - 1));
 	}
 	if (problem == PCS_SOUND)
@@ -485,14 +504,20 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 
 	if (seg != NULL && segblock + nblocks <= pcs_seg_nblocks(seg))
 	{
+		PcsMapEntry entries[MAX_IO_COMBINE_LIMIT];
+		uint32		limit;
+
+		/* the limit read after the entries bounds every unit they name */
+		pcs_map_entries(seg, segblock, nblocks, entries);
+		limit = pcs_unit_limit(seg);
 		for (i = 0; i < nblocks; i++)
 		{
 			PcsReadItem *item = &items[nitems];
 
-			item->entry = pcs_map_entry(seg, segblock + i);
+			item->entry = entries[i];
 			if (pcs_entry_is_empty(&item->entry) ||
 				pcs_entry_check(&item->entry, segblock + i,
-								pcs_unit_limit(seg), seg->shift) != PCS_SOUND)
+								limit, seg->shift) != PCS_SOUND)
 				continue;
 			item->start = pcs_unit_offset(item->entry.first_unit, seg->shift);
 			item->len = item->entry.stored;
@@ -652,7 +677,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 		src = image.data;
 
 	nblocks = pcs_seg_nblocks(seg);
-	old = *pcs_seg_entry(seg, segblock);
+	old = pcs_map_entry(seg, segblock);
 	old_sound = segblock < nblocks && !pcs_entry_is_empty(&old) &&
 		pcs_entry_check(&old, segblock, pcs_unit_limit(seg),
 						seg->shift) == PCS_SOUND;
@@ -713,7 +738,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 
 	pcs_entry_set(&entry, segblock, first, len, units, image_flags,
 				  pcs_data_crc(src, len), seg->shift);
-	*pcs_seg_entry(seg, segblock) = entry;
+	pcs_map_store(seg, segblock, &entry);
 
 	/*
 	 * The old units are free now, reusable once a map without them is durable
@@ -776,12 +801,7 @@ pcs_file_size(const char *path, const struct stat *st)
 	return magic == PCS_MAGIC ? (off_t) st->st_blocks * 512 : st->st_size;
 }
 
-/*
- * The map entry of block segblock of a segment seen through
- * pcs_segment_view(), empty where its part of the map is a hole: read
- * through the mapping, a hole would take storage on some file systems, and
- * raise SIGBUS on a full one (pcs_map_chunk_readable())
- */
+/* The map entry of block segblock of a segment seen through pcs_segment_view() */
 PcsMapEntry
 pcs_view_entry(const PcsSegmentView *view, BlockNumber segblock)
 {
@@ -851,6 +871,9 @@ pcs_segment_view(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	seg = pcs_getseg(reln, forknum, segno, false);
 	if (seg == NULL)
 		return false;
+	/* dictionaries installed since the segment was opened count too */
+	if ((seg->header->flags & PCS_HEADER_DICTIONARIES) != 0)
+		pcs_meta_read_dictionaries(seg);
 	view->header = seg->header;
 	view->seg = seg;
 	view->segno = segno;
@@ -877,6 +900,7 @@ pcs_open(SMgrRelation reln)
 		reln->pcs_segs[fork] = NULL;
 	}
 	pcs_free_attach();
+	pcs_meta_attach();
 	mdopen(reln);
 }
 

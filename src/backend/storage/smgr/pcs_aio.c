@@ -252,6 +252,9 @@ pcs_aio_pin_dictionary(SMgrRelation reln, PcsSegment *seg, int number)
 		pcs_aio_tranche_named = true;
 	}
 
+	/* a dictionary installed since this process read the header's copy */
+	if (pcs_dict_record_is_unused(&seg->header->dictionaries.records[number - 1]))
+		pcs_meta_read_dictionaries(seg);
 	record = seg->header->dictionaries.records[number - 1];
 	LWLockAcquire(&PcsAio->lock, LW_SHARED);
 	for (int i = 0; i < PcsAio->nslots; i++)
@@ -375,15 +378,22 @@ pcs_aio_plan(PcsSegment *seg, BlockNumber segblock, int maxblocks,
 	int			cur_dict = 0;
 	uint64		taken_span = 0;
 	uint64		rel[MAX_IO_COMBINE_LIMIT];
+	PcsMapEntry entries[MAX_IO_COMBINE_LIMIT];
+	uint32		limit;
 
 	maxblocks = pcs_aio_run_limit(seg, segblock, maxblocks);
+	if (maxblocks <= 0)
+		return 0;
+	/* one read of the entries; the limit read after them bounds their units */
+	pcs_map_entries(seg, segblock, maxblocks, entries);
+	limit = pcs_unit_limit(seg);
 	for (int i = 0; i < maxblocks; i++)
 	{
-		PcsMapEntry entry = pcs_map_entry(seg, segblock + i);
+		PcsMapEntry entry = entries[i];
 		PcsAioImage *image = &plan->images[i];
 		int64		span_start;
 
-		if (pcs_entry_check(&entry, segblock + i, pcs_unit_limit(seg),
+		if (pcs_entry_check(&entry, segblock + i, limit,
 							seg->shift) != PCS_SOUND)
 			break;
 		if (pcs_entry_is_empty(&entry))
@@ -471,17 +481,23 @@ pcs_aio_raw_run(PcsSegment *seg, ForkNumber forknum, BlockNumber segblock,
 {
 	uint64		first_off = 0;
 	int			n;
+	PcsMapEntry entries[MAX_IO_COMBINE_LIMIT];
+	uint32		limit;
 
 	if (forknum != MAIN_FORKNUM || !DataChecksumsEnabled() ||
 		zero_damaged_pages)
 		return 0;
 	maxblocks = pcs_aio_run_limit(seg, segblock, maxblocks);
+	if (maxblocks <= 0)
+		return 0;
+	pcs_map_entries(seg, segblock, maxblocks, entries);
+	limit = pcs_unit_limit(seg);
 	for (n = 0; n < maxblocks; n++)
 	{
-		PcsMapEntry entry = pcs_map_entry(seg, segblock + n);
+		PcsMapEntry entry = entries[n];
 		uint64		off;
 
-		if (pcs_entry_check(&entry, segblock + n, pcs_unit_limit(seg),
+		if (pcs_entry_check(&entry, segblock + n, limit,
 							seg->shift) != PCS_SOUND ||
 			pcs_entry_is_empty(&entry) ||
 			(entry.flags & PCS_ENTRY_RAW) == 0)
@@ -550,7 +566,7 @@ pcs_aio_segment(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum)
 
 /* Read blocks synchronously, for an I/O handle to complete at once */
 static void
-pcs_startreadv_decoded(PgAioHandle *ioh, SMgrRelation reln,
+pcs_startreadv_decoded(PgAioHandle * ioh, SMgrRelation reln,
 					   ForkNumber forknum, BlockNumber blocknum,
 					   void **buffers, BlockNumber nblocks)
 {
@@ -583,7 +599,7 @@ pcs_startreadv_decoded(PgAioHandle *ioh, SMgrRelation reln,
  * the first n of the nblocks buffers, as md.c reads blocks
  */
 static void
-pcs_startreadv_raw(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
+pcs_startreadv_raw(PgAioHandle * ioh, SMgrRelation reln, ForkNumber forknum,
 				   BlockNumber blocknum, void **buffers, BlockNumber nblocks,
 				   PcsSegment *seg, int n, uint64 offset)
 {
@@ -613,7 +629,7 @@ pcs_startreadv_raw(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
 
 /* pcs_startreadv: read consecutive blocks for an asynchronous I/O handle */
 void
-pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln, ForkNumber forknum,
+pcs_startreadv(PgAioHandle * ioh, SMgrRelation reln, ForkNumber forknum,
 			   BlockNumber blocknum, void **buffers, BlockNumber nblocks)
 {
 	PcsSegment *seg;
@@ -761,7 +777,7 @@ pcs_aio_gather(const struct iovec *iov, uint32 start, uint32 len, char *dest)
  * block has the problem, which the issuer raises as pcs's ERROR
  */
 static PgAioResult
-pcs_aio_result(PgAioResult result, PgAioTargetData *td, int done,
+pcs_aio_result(PgAioResult result, PgAioTargetData * td, int done,
 			   PcsProblem problem)
 {
 	if (done == 0)
@@ -790,7 +806,7 @@ pcs_aio_result(PgAioResult result, PgAioTargetData *td, int done,
  * as an image that failed to decode.
  */
 static PgAioResult
-pcs_aio_readv_complete(PgAioHandle *ioh, PgAioResult prior_result,
+pcs_aio_readv_complete(PgAioHandle * ioh, PgAioResult prior_result,
 					   uint8 cb_data)
 {
 	PgAioTargetData *td = pgaio_io_get_target_data(ioh);
@@ -915,7 +931,7 @@ pcs_aio_readv_complete(PgAioHandle *ioh, PgAioResult prior_result,
 
 /* Error reporting callback of pcs_startreadv() */
 static void
-pcs_aio_readv_report(PgAioResult result, const PgAioTargetData *td,
+pcs_aio_readv_report(PgAioResult result, const PgAioTargetData * td,
 					 int elevel)
 {
 	RelPathStr	path;
@@ -954,7 +970,7 @@ pcs_aio_readv_report(PgAioResult result, const PgAioTargetData *td,
 	}
 }
 
-const PgAioHandleCallbacks aio_pcs_readv_cb = {
+const		PgAioHandleCallbacks aio_pcs_readv_cb = {
 	.complete_shared = pcs_aio_readv_complete,
 	.report = pcs_aio_readv_report,
 };

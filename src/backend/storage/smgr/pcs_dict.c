@@ -72,9 +72,12 @@ pcs_seg_dictionary_bytes(PcsSegment *seg, int number, PcsDictRecord *record,
 	PcsProblem	problem;
 	int			nread;
 
+	if ((seg->header->flags & PCS_HEADER_DICTIONARIES) == 0)
+		return PCS_IMAGE_NO_DICTIONARY;
+	/* the record as it is now: another process may have installed it */
+	pcs_meta_read_dictionaries(seg);
 	*record = seg->header->dictionaries.records[number - 1];
-	if ((seg->header->flags & PCS_HEADER_DICTIONARIES) == 0 ||
-		pcs_dict_record_is_unused(record))
+	if (pcs_dict_record_is_unused(record))
 		return PCS_IMAGE_NO_DICTIONARY;
 	problem = pcs_dict_record_check(seg->header, seg->segno, number, record,
 									seg->shift);
@@ -281,12 +284,15 @@ pcs_seg_dictionary(PcsSegment *seg, int number, const PcsDict **dict)
 static int
 pcs_seg_current_number(PcsSegment *seg)
 {
-	uint64		word = pg_atomic_read_u64(&seg->header->dictionaries.current);
+	uint64		word = pcs_word_read(seg, &seg->header->dictionaries.current);
 	int			limit = PCS_MAX_DICTIONARIES;
 	int			n = 0;
 
 	if (word == seg->dict_word_seen && seg->dict_word_known)
 		return seg->dict_number_seen;
+	/* the records as they are now, each written before the word names it */
+	pcs_meta_read_dictionaries(seg);
+	word = pg_atomic_read_u64(&seg->header->dictionaries.current);
 
 	switch (pcs_dict_decode(seg->header, seg->segno, word,
 							pcs_current_generation(), &n))
@@ -412,6 +418,7 @@ pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
 	}
 
 	/* the next number: past every record and the current word's */
+	pcs_meta_read_dictionaries(seg);
 	old = pg_atomic_read_u64(&sector->current);
 	for (n = 1; n <= PCS_MAX_DICTIONARIES; n++)
 		if (!pcs_dict_record_is_unused(&sector->records[n - 1]))
@@ -430,7 +437,7 @@ pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
 		return 0;
 	installing = pcs_dict_word(seg->header, segno, PCS_DICT_INSTALLING,
 							   number, gen);
-	if (!pg_atomic_compare_exchange_u64(&sector->current, &old, installing))
+	if (!pcs_word_compare_exchange(seg, &sector->current, &old, installing))
 		return -1;
 
 	PG_TRY();
@@ -449,31 +456,36 @@ pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
 					 errhint("Check free disk space.")));
 		pcs_dict_record_set(seg->header, segno, number, &record, first, len,
 							pcs_data_crc(bytes, len));
-		sector->records[number - 1] = record;
+		pcs_meta_store_dict_record(seg, number, &record);
 		PGSTRATA_INJECTION_POINT("pcs-dictionary-before-sync");
 
 		/* bytes and record are durable before any image can name them */
 		pcs_sync_now(reln, forknum, seg, WAIT_EVENT_DATA_FILE_SYNC);
-		if (!pg_atomic_compare_exchange_u64(&sector->current, &expected,
-											pcs_dict_word(seg->header, segno,
-														  PCS_DICT_READY,
-														  number, gen)))
+		if (!pcs_word_compare_exchange(seg, &sector->current, &expected,
+									   pcs_dict_word(seg->header, segno,
+													 PCS_DICT_READY,
+													 number, gen)))
 			elog(ERROR, "dictionary word of file \"%s\" changed during an installation",
 				 FilePathName(seg->vfd));
 	}
 	PG_CATCH();
 	{
 		uint64		expected = installing;
+		PcsDictRecord unused;
 
 		/*
 		 * Take the record back, which may not be durable and which no image
 		 * names, so that nothing takes it for a dictionary of an earlier
 		 * generation (pcs_seg_current_number()); give the word back.  The
-		 * units are found free by a later generation.
+		 * units are found free by a later generation.  (If the failure was an
+		 * I/O error in the map, these fail too; then a later installation or
+		 * generation finds an installing word of its own that it cannot swap,
+		 * or an earlier generation's, which it treats as void.)
 		 */
-		memset(&sector->records[number - 1], 0, sizeof(PcsDictRecord));
-		(void) pg_atomic_compare_exchange_u64(&sector->current, &expected,
-											  old);
+		memset(&unused, 0, sizeof(unused));
+		pcs_meta_store_dict_record(seg, number, &unused);
+		(void) pcs_word_compare_exchange(seg, &sector->current, &expected,
+										 old);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * pcs_segment.c
- *	  One segment of a compressed fork: opening and mapping its file,
+ *	  One segment of a compressed fork: opening its file,
  *	  growing it, the map and its chunks, the block count, and the
  *	  allocation of units, fresh or freed.
  *
@@ -26,7 +26,6 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/hashfn.h"
@@ -50,10 +49,6 @@
 
 MemoryContext PcsCxt = NULL;
 static uint32 pcs_generation = 0;
-
-/* Mapped segments of this process, most recently used first */
-static dlist_head pcs_mapped = DLIST_STATIC_INIT(pcs_mapped);
-static int	pcs_num_mapped = 0;
 
 /* Path of segment segno of a fork, palloc'd */
 static char *
@@ -236,42 +231,45 @@ pcs_segment_is_unfinished(File vfd, BlockNumber segno, off_t size)
 }
 
 /*
- * Map the header and map of an open segment and check its header.  On
- * failure the mapping is undone and an error raised; the caller closes the
- * file.
+ * Read the header of an open segment into the process's copy of it
+ * (seg->header, allocated here) and check it.  On failure an error is
+ * raised and nothing is allocated; the caller closes the file.  The copy
+ * ends before the map entries that version 4 keeps in the header block:
+ * entries are read from the file, and a session that opens ten thousand
+ * segments keeps 2.5 kB for each, not 4 kB.
  */
 static void
-pcs_map_segment(PcsSegment *seg)
+pcs_read_header(PcsSegment *seg)
 {
-	void	   *mapping;
+	PcsHeader  *header;
 	PcsProblem	problem;
 
 	Assert(seg->header == NULL);
+	header = MemoryContextAlloc(PcsCxt, PCS_HEADER_COPY_SIZE);
+	PG_TRY();
+	{
+		pcs_meta_read(seg, header, PCS_HEADER_COPY_SIZE, 0);
+	}
+	PG_CATCH();
+	{
+		pfree(header);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 
-	/* FileSize() reopens the kernel file if fd.c closed it meanwhile */
-	if (FileSize(seg->vfd) < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not seek to end of file \"%s\": %m",
-						FilePathName(seg->vfd))));
-	mapping = mmap(NULL, PCS_DATA_OFFSET, PROT_READ | PROT_WRITE, MAP_SHARED,
-				   FileGetRawDesc(seg->vfd), 0);
-	if (mapping == MAP_FAILED)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not map file \"%s\": %m",
-						FilePathName(seg->vfd))));
-
-	problem = pcs_header_check((PcsHeader *) mapping);
+	problem = pcs_header_check(header);
 
 	/*
 	 * A damaged identity is restored from its copy (README.pcs, "The
-	 * identity's copy"), in any process, redo included: a store into the
-	 * mapping, written back by the kernel or the segment's next fsync, and
-	 * restored again at the next opening if a crash loses it first.  A sound
-	 * one gets its copy if the segment was made before copies existed.
+	 * identity's copy"), in any process, redo included: its bytes are written
+	 * back, to reach disk with the kernel's write-back or the segment's next
+	 * fsync, and restored again at the next opening if a crash loses them
+	 * first.  A sound one gets its copy if the segment was made before copies
+	 * existed.  Several processes may write the same bytes at once; they all
+	 * write the same.  A failed write is only a WARNING: this process reads
+	 * with its restored copy either way.
 	 */
-	if (problem != PCS_SOUND && pcs_identity_restore((PcsHeader *) mapping))
+	if (problem != PCS_SOUND && pcs_identity_restore(header))
 	{
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -279,16 +277,32 @@ pcs_map_segment(PcsSegment *seg)
 						FilePathName(seg->vfd)),
 				 errdetail("%s", _(pcs_problem_message(problem)))));
 		problem = PCS_SOUND;
+		if (FileWrite(seg->vfd, (char *) header, PCS_IDENTITY_SIZE, 0,
+					  WAIT_EVENT_DATA_FILE_WRITE) != PCS_IDENTITY_SIZE)
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("could not write file \"%s\": %m",
+							FilePathName(seg->vfd))));
 	}
 	else if (problem == PCS_SOUND &&
-			 ((PcsHeader *) mapping)->version != PCS_FORMAT_VERSION_2 &&
-			 !pcs_identity_copy_sound((PcsHeader *) mapping))
-		pcs_identity_copy_set((PcsHeader *) mapping);
+			 header->version != PCS_FORMAT_VERSION_2 &&
+			 !pcs_identity_copy_sound(header))
+	{
+		pcs_identity_copy_set(header);
+		if (FileWrite(seg->vfd, (char *) &header->dictionaries.identity,
+					  sizeof(PcsIdentityCopy),
+					  offsetof(PcsHeader, dictionaries.identity),
+					  WAIT_EVENT_DATA_FILE_WRITE) != sizeof(PcsIdentityCopy))
+			ereport(WARNING,
+					(errcode_for_file_access(),
+					 errmsg("could not write file \"%s\": %m",
+							FilePathName(seg->vfd))));
+	}
 	if (problem != PCS_SOUND)
 	{
-		uint32		version = pcs_header_other_version((PcsHeader *) mapping);
+		uint32		version = pcs_header_other_version(header);
 
-		munmap(mapping, PCS_DATA_OFFSET);
+		pfree(header);
 		if (version != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -303,45 +317,9 @@ pcs_map_segment(PcsSegment *seg)
 				 errdetail("%s", _(pcs_problem_message(problem)))));
 	}
 
-	seg->header = (PcsHeader *) mapping;
-	seg->shift = seg->header->unit_shift;
+	seg->header = header;
+	seg->shift = header->unit_shift;
 	Assert(seg->shift == PCS_UNIT_SHIFT || seg->shift == PCS_V2_UNIT_SHIFT);
-	dlist_push_head(&pcs_mapped, &seg->lru);
-	pcs_num_mapped++;
-}
-
-/* Undo the mapping of a segment; the file stays open */
-static void
-pcs_unmap_segment(PcsSegment *seg)
-{
-	Assert(seg->header != NULL && pcs_num_mapped > 0);
-	dlist_delete(&seg->lru);
-	pcs_num_mapped--;
-	if (munmap(seg->header, PCS_DATA_OFFSET) != 0)
-		elog(WARNING, "could not unmap file \"%s\": %m",
-			 FilePathName(seg->vfd));
-	seg->header = NULL;
-}
-
-/*
- * Keep the mappings of this process below max_files_per_process, unmapping
- * the segments used least recently.  Each mapping is one entry of the
- * process's memory map, which the kernel bounds (vm.max_map_count, 65530
- * by default); a session that touches tens of thousands of compressed forks
- * (pg_dump of a large schema, many partitions) would otherwise exhaust it,
- * where md.c only recycles file descriptors.  The most recently used
- * segments stay mapped, so a caller that still holds a segment it used just
- * before opening another keeps its mapping.
- */
-static void
-pcs_limit_mappings(void)
-{
-	int			limit = Max(max_files_per_process, 16);
-
-	Assert(pcs_num_mapped >= 0);
-
-	while (pcs_num_mapped >= limit)
-		pcs_unmap_segment(dlist_tail_element(PcsSegment, lru, &pcs_mapped));
 }
 
 /* Remember segment seg as number segno of a fork of reln */
@@ -387,13 +365,7 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 		reln->pcs_segs[forknum][segno] != NULL)
 	{
 		seg = reln->pcs_segs[forknum][segno];
-		if (likely(seg->header != NULL))
-			dlist_move_head(&pcs_mapped, &seg->lru);
-		else
-		{
-			pcs_limit_mappings();
-			pcs_map_segment(seg);
-		}
+		Assert(seg->header != NULL);
 		return seg;
 	}
 
@@ -471,25 +443,32 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	seg->vfd = vfd;
 	seg->segno = segno;
 	seg->forknum = forknum;
-	pcs_limit_mappings();
+	{
+		PcsFreeKey	key;
+
+		pcs_free_key(reln, forknum, segno, &key);
+		seg->word_lock = pcs_meta_word_lock(&key);
+	}
 	PG_TRY();
 	{
-		pcs_map_segment(seg);
+		pcs_read_header(seg);
+		seg->alloc_seen = pcs_word_read(seg, pcs_header_alloc(seg->header));
 	}
 	PG_CATCH();
 	{
 		FileClose(vfd);
+		if (seg->header != NULL)
+			pfree(seg->header);
 		pfree(seg);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	seg->capacity = (uint32) ((size - PCS_DATA_OFFSET) >> seg->shift);
-	seg->alloc_seen = pg_atomic_read_u64(pcs_header_alloc(seg->header));
 	pcs_remember_segment(reln, forknum, segno, seg);
 	return seg;
 }
 
-/* Unmap and close every open segment of a fork */
+/* Close every open segment of a fork */
 void
 pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 {
@@ -499,8 +478,7 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 
 		if (seg == NULL)
 			continue;
-		if (seg->header != NULL)
-			pcs_unmap_segment(seg);
+		pfree(seg->header);
 		FileClose(seg->vfd);
 		/* pcs.c gave up its prepared dictionaries first */
 		Assert(!seg->dict_user && seg->encoder == NULL);
@@ -534,7 +512,7 @@ pcs_file_end(PcsSegment *seg)
  * fallocate() on the kernel file of a segment: 0, or the error number.  It
  * gives storage to the parts of the range that have none and leaves every
  * byte that exists as it is, so calls over the same range from several
- * processes, and stores through their mappings meanwhile, are harmless.
+ * processes, and writes into the range meanwhile, are harmless.
  * (posix_fallocate() is not used on Linux: glibc emulates it where the file
  * system has no fallocate(), by writing zeros, which is not harmless.)
  */
@@ -745,21 +723,17 @@ pcs_read_fully(PcsSegment *seg, char *buf, int len, off_t offset)
 
 /*
  * Make sure the chunk of the map holding the entry of segblock has storage
- * before an entry is stored into it through the mapping.  The map is
- * sparse; the first store into a part that is a hole makes the file system
- * allocate it, and on a full file system that store cannot fail, so the
- * kernel kills the process with SIGBUS, and the postmaster every session
- * with it.  Allocated here first, before the write allocates units or
- * writes anything, a full file system is an ERROR for the write instead.
- * Each process remembers the chunks it has seen allocated; nothing ever
- * takes storage away from a map chunk.
- *
- * Where the file system has no fallocate(), nothing is done: other
- * processes store into the chunk without a lock, so writing zeros there is
- * not safe, and a full file system remains fatal to such a store.  A
- * write-back (writeback) of a block that was zero-extended into a chunk
- * that is still a hole may take the chunk's space from the tablespace's
- * reserve (pcs_reserve.c).
+ * before an entry is stored into it.  The map is sparse; the first store
+ * into a part that is a hole makes the file system allocate it, and on a
+ * full file system that store fails, after the image was written into
+ * units this write allocated.  Allocated here first, before the write
+ * allocates units or writes anything, a full file system is an ERROR for
+ * the write that changes nothing, and a write-back (writeback) of a block
+ * that was zero-extended into a chunk that is still a hole may take the
+ * chunk's space from the tablespace's reserve (pcs_reserve.c).  Each
+ * process remembers the chunks it has seen allocated; nothing ever takes
+ * storage away from a map chunk.  Where the file system has no
+ * fallocate(), nothing is done, and the store itself meets a full disk.
  */
 void
 pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg, BlockNumber segblock,
@@ -791,16 +765,15 @@ pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg, BlockNumber segblock,
 }
 
 /*
- * May the entries of a chunk of the map be read through the mapping?  Not
- * if the chunk is a hole.  Reading a hole through a shared mapping costs
- * nothing on most file systems, but tmpfs allocates a page for it, so on a
- * full tmpfs the read itself raises SIGBUS; and the map of zero-extended
- * blocks is left a hole (pcs_seg_clear()).  A chunk not yet known to have
- * storage is looked at with SEEK_DATA, once per process if it has some.  An
- * entry is stored only after its chunk has storage (pcs_map_chunk_ready()),
- * so a chunk that is a hole holds only empty entries; a reader that races
- * with the first store into a chunk sees an entry that was empty a moment
- * ago, as it could through the mapping.
+ * May a chunk of the map hold entries that are not empty?  Not if it is a
+ * hole: loops over ranges of entries skip holes with this rather than read
+ * zeros (pcs_map_read_run()), since most of the map of a small segment, and
+ * the map of zero-extended blocks (pcs_seg_clear()), is one.  A chunk not
+ * yet known to have storage is looked at with SEEK_DATA, once per process
+ * if it has some.  An entry is stored only after its chunk has storage
+ * (pcs_map_chunk_ready()), so a chunk that is a hole holds only empty
+ * entries; a reader that races with the first store into a chunk sees an
+ * entry that was empty a moment ago, as it could by reading it.
  */
 bool
 pcs_map_chunk_readable(PcsSegment *seg, int chunk)
@@ -828,16 +801,43 @@ pcs_map_chunk_readable(PcsSegment *seg, int chunk)
 }
 
 /*
- * The first block at or after b, below to, whose chunk of the map is not a
- * hole (or to): loops over ranges of entries skip holes with it, one
- * lseek() per chunk rather than per entry.
+ * Read the entries of the next run of blocks from b on, below to, that lie
+ * in one piece of the map with storage (the header's entries, or one chunk
+ * of the map) into entries, which holds PCS_MAP_CHUNK_ENTRIES; chunks that
+ * are holes are skipped, one lseek() per chunk rather than a read.  Returns
+ * the run's first block and sets *n to its length (to and 0 when no run is
+ * left).  Loops over ranges of entries are
+ *
+ *	for (b = from; b < to; b += n)
+ *		b = pcs_map_read_run(seg, b, to, entries, &n); ...
  */
 static BlockNumber
-pcs_map_skip_holes(PcsSegment *seg, BlockNumber b, BlockNumber to)
+pcs_map_read_run(PcsSegment *seg, BlockNumber b, BlockNumber to,
+				 PcsMapEntry *entries, int *n)
 {
-	while (b < to && !pcs_entry_readable(seg, b))
-		b = (b / PCS_MAP_CHUNK_ENTRIES + 1) * PCS_MAP_CHUNK_ENTRIES;
-	return Min(b, to);
+	BlockNumber in_header = pcs_header_entries(seg->header);
+	BlockNumber end;
+
+	StaticAssertStmt(PCS_HEADER_ENTRIES <= PCS_MAP_CHUNK_ENTRIES,
+					 "the header's entries must fit the buffer of a run");
+	Assert(to <= RELSEG_SIZE);
+	if (b < in_header)
+		end = Min(to, in_header);
+	else
+	{
+		while (b < to && !pcs_map_chunk_readable(seg, PCS_MAP_CHUNK_OF(b)))
+			b = (b / PCS_MAP_CHUNK_ENTRIES + 1) * PCS_MAP_CHUNK_ENTRIES;
+		end = Min(to, (b / PCS_MAP_CHUNK_ENTRIES + 1) * PCS_MAP_CHUNK_ENTRIES);
+	}
+	if (b >= to)
+	{
+		*n = 0;
+		return to;
+	}
+	*n = (int) (end - b);
+	Assert(*n > 0 && *n <= PCS_MAP_CHUNK_ENTRIES);
+	pcs_map_entries(seg, b, *n, entries);
+	return b;
 }
 
 /*
@@ -846,11 +846,10 @@ pcs_map_skip_holes(PcsSegment *seg, BlockNumber b, BlockNumber to)
  * units there if b is below nblocks.
  */
 static void
-pcs_high_water_entry(PcsSegment *seg, BlockNumber b, BlockNumber nblocks,
-					 uint32 *high, PcsUnitRun *used, int *nused,
-					 bool *all_sound)
+pcs_high_water_entry(PcsSegment *seg, BlockNumber b, PcsMapEntry entry,
+					 BlockNumber nblocks, uint32 *high, PcsUnitRun *used,
+					 int *nused, bool *all_sound)
 {
-	PcsMapEntry entry = *pcs_seg_entry(seg, b);
 	PcsProblem	problem = PCS_SOUND;
 
 	if (pcs_entry_is_empty(&entry))
@@ -861,7 +860,7 @@ pcs_high_water_entry(PcsSegment *seg, BlockNumber b, BlockNumber nblocks,
 		problem = pcs_entry_check(&entry, b, PG_UINT32_MAX, seg->shift);
 		if (problem == PCS_SOUND || used == NULL)
 			break;
-		entry = *pcs_seg_entry(seg, b);
+		entry = pcs_map_entry(seg, b);
 	}
 	if (problem == PCS_SOUND)
 		*high = Max(*high, entry.first_unit + entry.units);
@@ -882,8 +881,8 @@ pcs_high_water_entry(PcsSegment *seg, BlockNumber b, BlockNumber nblocks,
  * the map is now (after a crash: as it reached disk).  A new generation
  * starts allocating above it, so that no unit an entry on disk may point to
  * is handed out again, however old the file's size on disk is.  Only the
- * parts of the map that hold data are read (SEEK_DATA), so that the holes of
- * a small segment's map do not fill the page cache with zeros.
+ * parts of the map that hold data are read (pcs_map_read_run()), so that
+ * the holes of a small segment's map do not fill the page cache with zeros.
  *
  * With used not NULL, the units of the sound entries of blocks below the
  * block count are also returned there (palloc'd, *nused of them), for the
@@ -895,10 +894,8 @@ static uint32
 pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 				   bool *all_sound)
 {
-	int			fd = FileGetRawDesc(seg->vfd);
-	BlockNumber in_header = pcs_header_entries(seg->header);
-	off_t		pos = PCS_MAP_OFFSET + (off_t) in_header * sizeof(PcsMapEntry);
-	off_t		end = PCS_MAP_OFFSET + (off_t) RELSEG_SIZE * sizeof(PcsMapEntry);
+	PcsMapEntry entries[PCS_MAP_CHUNK_ENTRIES];
+	int			n;
 	uint32		high = 0;
 	BlockNumber nblocks = 0;
 
@@ -911,15 +908,17 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 	}
 
 	/* a dictionary's units are used for the life of the segment */
-	for (int n = 1; (seg->header->flags & PCS_HEADER_DICTIONARIES) != 0 &&
-		 n <= PCS_MAX_DICTIONARIES; n++)
+	if ((seg->header->flags & PCS_HEADER_DICTIONARIES) != 0)
+		pcs_meta_read_dictionaries(seg);
+	for (int d = 1; (seg->header->flags & PCS_HEADER_DICTIONARIES) != 0 &&
+		 d <= PCS_MAX_DICTIONARIES; d++)
 	{
-		PcsDictRecord record = seg->header->dictionaries.records[n - 1];
+		PcsDictRecord record = seg->header->dictionaries.records[d - 1];
 		uint32		units;
 
 		if (pcs_dict_record_is_unused(&record))
 			continue;
-		if (pcs_dict_record_check(seg->header, seg->segno, n, &record,
+		if (pcs_dict_record_check(seg->header, seg->segno, d, &record,
 								  seg->shift) != PCS_SOUND)
 		{
 			/* its units are unknown, so nothing can be called free */
@@ -937,23 +936,12 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 	}
 
 	/* the entries kept in the header, then those of the map */
-	for (BlockNumber b = 0; b < in_header; b++)
-		pcs_high_water_entry(seg, b, nblocks, &high,
-							 used ? *used : NULL, nused, all_sound);
-	while (pos < end)
+	for (BlockNumber b = 0; b < RELSEG_SIZE; b += n)
 	{
-		off_t		data;
-		off_t		hole;
-
-		if (!pcs_next_data_range(fd, pos, end, &data, &hole))
-			break;
-		for (off_t b = Max((data - PCS_MAP_OFFSET) / sizeof(PcsMapEntry),
-						   in_header);
-			 b < (hole - PCS_MAP_OFFSET + sizeof(PcsMapEntry) - 1) / sizeof(PcsMapEntry);
-			 b++)
-			pcs_high_water_entry(seg, (BlockNumber) b, nblocks, &high,
+		b = pcs_map_read_run(seg, b, RELSEG_SIZE, entries, &n);
+		for (int i = 0; i < n; i++)
+			pcs_high_water_entry(seg, b + i, entries[i], nblocks, &high,
 								 used ? *used : NULL, nused, all_sound);
-		pos = hole;
 	}
 	return high;
 }
@@ -1028,9 +1016,9 @@ pcs_publish_free_runs(SMgrRelation reln, PcsSegment *seg, PcsUnitRun *runs,
 		if (pcs_free_publish(&key, seg->shift, runs, nruns))
 			pcs_free_want_sync(&key);
 	}
-	pg_atomic_write_u64(&seg->header->alloc.second,
-						pcs_generation_word(seg->header, seg->segno,
-											pcs_current_generation()));
+	pcs_word_write(seg, &seg->header->alloc.second,
+				   pcs_generation_word(seg->header, seg->segno,
+									   pcs_current_generation()));
 }
 
 /*
@@ -1064,7 +1052,7 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units, bool writeback)
 {
 	uint32		gen = pcs_current_generation();
 	pg_atomic_uint64 *word = pcs_header_alloc(seg->header);
-	uint64		old = pg_atomic_read_u64(word);
+	uint64		old = pcs_word_read(seg, word);
 	uint32		first;
 	PcsUnitRun *free_runs = NULL;
 	int			nfree = 0;
@@ -1094,7 +1082,7 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units, bool writeback)
 			found = 0;
 			find_free = seg->header->version != PCS_FORMAT_VERSION_2 &&
 				!(pcs_generation_decode(seg->header, seg->segno,
-										pg_atomic_read_u64(&seg->header->alloc.second),
+										pcs_word_read(seg, &seg->header->alloc.second),
 										&seen_gen) && seen_gen == gen);
 			first = (uint32) ((size - PCS_DATA_OFFSET + (1 << seg->shift) - 1) >> seg->shift);
 			first = Max(first, pcs_map_high_water(seg,
@@ -1121,9 +1109,9 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units, bool writeback)
 		/* the file holds the units before anybody can be given them */
 		pcs_ensure_capacity(reln, seg, first + units, writeback,
 							recomputed ? found : 0);
-		if (pg_atomic_compare_exchange_u64(word, &old,
-										   pcs_alloc_word(seg->header, seg->segno,
-														  gen, first + units)))
+		if (pcs_word_compare_exchange(seg, word, &old,
+									  pcs_alloc_word(seg->header, seg->segno,
+													 gen, first + units)))
 		{
 			if (recomputed && find_free)
 				pcs_publish_free_runs(reln, seg, free_runs, nfree);
@@ -1137,18 +1125,10 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units, bool writeback)
 	return first;
 }
 
-/*
- * The first unit not yet handed out in a segment, for entry checks.  Before
- * this generation's first allocation in the segment, or with a damaged
- * allocation word, the file's end bounds every unit handed out
- * (pcs_allocate()); it is read again whenever the word has changed since it
- * was last read, so that a word damaged while the server runs does not make
- * this process judge sound entries by an old, smaller file.
- */
-uint32
-pcs_unit_limit(PcsSegment *seg)
+/* pcs_unit_limit() for the allocation word word, read under the lock */
+static uint32
+pcs_unit_limit_from(PcsSegment *seg, uint64 word)
 {
-	uint64		word = pg_atomic_read_u64(pcs_header_alloc(seg->header));
 	uint32		next;
 
 	if (pcs_alloc_decode(seg->header, seg->segno, pcs_current_generation(),
@@ -1166,6 +1146,69 @@ pcs_unit_limit(PcsSegment *seg)
 }
 
 /*
+ * pcs_unit_limit() for an allocation word that failed its check when read
+ * without the lock: the one this process judged last (before this
+ * generation's first allocation in the segment, every read), or else read
+ * again under the lock, since it may only be torn
+ */
+static uint32
+pcs_unit_limit_unchecked(PcsSegment *seg, uint64 word)
+{
+	if (word == seg->alloc_seen)
+		return seg->capacity;
+	return pcs_unit_limit_from(seg,
+							   pcs_word_read(seg, pcs_header_alloc(seg->header)));
+}
+
+/*
+ * The first unit not yet handed out in a segment, for entry checks.  Before
+ * this generation's first allocation in the segment, or with a damaged
+ * allocation word, the file's end bounds every unit handed out
+ * (pcs_allocate()); it is read again whenever the word has changed since it
+ * was last read, so that a word damaged while the server runs does not make
+ * this process judge sound entries by an old, smaller file.  The word is
+ * read without the lock first (pcs_words_read()), and again under it if it
+ * fails its check.
+ */
+uint32
+pcs_unit_limit(PcsSegment *seg)
+{
+	pg_atomic_uint64 *alloc = pcs_header_alloc(seg->header);
+	uint32		next;
+
+	pcs_words_read(seg, alloc, alloc);
+	if (pcs_alloc_decode(seg->header, seg->segno, pcs_current_generation(),
+						 pg_atomic_read_u64(alloc), &next))
+		return next;
+	return pcs_unit_limit_unchecked(seg, pg_atomic_read_u64(alloc));
+}
+
+/*
+ * A segment's block count and first unit not yet handed out, as
+ * pcs_seg_nblocks() and pcs_unit_limit() give them, from one read of the
+ * header's words (they lie within 1 kB): a block read needs both, after
+ * its entry.  Either that fails its check is read again as those do.
+ */
+void
+pcs_seg_words(PcsSegment *seg, BlockNumber *nblocks, uint32 *limit)
+{
+	PcsHeader  *header = seg->header;
+	pg_atomic_uint64 *alloc = pcs_header_alloc(header);
+	pg_atomic_uint64 *count0 = pcs_header_nblocks(header, 0);
+	pg_atomic_uint64 *count1 = pcs_header_nblocks(header,
+												  pcs_header_nblocks_copies(header) - 1);
+	int			sound;
+
+	pcs_words_read(seg, Min(alloc, count0), Max(alloc, count1));
+	if (pcs_nblocks_read(header, seg->segno, nblocks, &sound) != PCS_SOUND ||
+		sound != pcs_header_nblocks_copies(header))
+		*nblocks = pcs_seg_nblocks(seg);
+	if (!pcs_alloc_decode(header, seg->segno, pcs_current_generation(),
+						  pg_atomic_read_u64(alloc), limit))
+		*limit = pcs_unit_limit_unchecked(seg, pg_atomic_read_u64(alloc));
+}
+
+/*
  * The block count of a segment that has no sound copy of its count left:
  * one past the highest block whose entry is sound and not empty.  Blocks
  * after it that were only zero-extended read as zeros either way.  Entries
@@ -1175,28 +1218,23 @@ pcs_unit_limit(PcsSegment *seg)
 static BlockNumber
 pcs_nblocks_from_map(PcsSegment *seg)
 {
+	PcsMapEntry entries[PCS_MAP_CHUNK_ENTRIES];
+	int			n;
 	uint32		limit = pcs_unit_limit(seg);
+	BlockNumber count = 0;
 
-	for (BlockNumber b = RELSEG_SIZE; b > 0; b--)
+	for (BlockNumber b = 0; b < RELSEG_SIZE; b += n)
 	{
-		PcsMapEntry entry;
-
-		if (!pcs_entry_readable(seg, b - 1))
+		b = pcs_map_read_run(seg, b, RELSEG_SIZE, entries, &n);
+		for (int i = 0; i < n; i++)
 		{
-			/*
-			 * the whole chunk is a hole: go on below it, or below the part of
-			 * it whose entries the header holds
-			 */
-			b = Max((b - 1) / PCS_MAP_CHUNK_ENTRIES * PCS_MAP_CHUNK_ENTRIES,
-					pcs_header_entries(seg->header)) + 1;
-			continue;
+			if (!pcs_entry_is_empty(&entries[i]) &&
+				pcs_entry_check(&entries[i], b + i, limit,
+								seg->shift) == PCS_SOUND)
+				count = b + i + 1;
 		}
-		entry = *pcs_seg_entry(seg, b - 1);
-		if (!pcs_entry_is_empty(&entry) &&
-			pcs_entry_check(&entry, b - 1, limit, seg->shift) == PCS_SOUND)
-			return b;
 	}
-	return 0;
+	return count;
 }
 
 /*
@@ -1207,8 +1245,8 @@ void
 pcs_seg_store_nblocks(PcsSegment *seg, BlockNumber n)
 {
 	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
-		pg_atomic_write_u64(pcs_header_nblocks(seg->header, copy),
-							pcs_nblocks_word(seg->header, seg->segno, copy, n));
+		pcs_word_write(seg, pcs_header_nblocks(seg->header, copy),
+					   pcs_nblocks_word(seg->header, seg->segno, copy, n));
 }
 
 /*
@@ -1222,15 +1260,15 @@ pcs_seg_repair_nblocks(PcsSegment *seg, BlockNumber n)
 	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
 	{
 		pg_atomic_uint64 *word = pcs_header_nblocks(seg->header, copy);
-		uint64		old = pg_atomic_read_u64(word);
+		uint64		old = pcs_word_read(seg, word);
 		BlockNumber cur;
 
 		if (pcs_nblocks_decode(seg->header, seg->segno, copy, old,
 							   &cur) != PCS_SOUND)
-			(void) pg_atomic_compare_exchange_u64(word, &old,
-												  pcs_nblocks_word(seg->header,
-																   seg->segno,
-																   copy, n));
+			(void) pcs_word_compare_exchange(seg, word, &old,
+											 pcs_nblocks_word(seg->header,
+															  seg->segno,
+															  copy, n));
 	}
 }
 
@@ -1250,8 +1288,21 @@ pcs_seg_nblocks(PcsSegment *seg)
 	int			sound;
 	PcsProblem	problem;
 
+	/*
+	 * The process's copy of the header holds the words as they are now: one
+	 * read without the lock, and if a copy fails its check, each read again
+	 * under it (pcs_words_read())
+	 */
+	pcs_words_read(seg, pcs_header_nblocks(seg->header, 0),
+				   pcs_header_nblocks(seg->header,
+									  pcs_header_nblocks_copies(seg->header) - 1));
 	problem = pcs_nblocks_read(seg->header, seg->segno, &n, &sound);
 	if (likely(sound == pcs_header_nblocks_copies(seg->header)))
+		return n;
+	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
+		(void) pcs_word_read(seg, pcs_header_nblocks(seg->header, copy));
+	problem = pcs_nblocks_read(seg->header, seg->segno, &n, &sound);
+	if (sound == pcs_header_nblocks_copies(seg->header))
 		return n;
 
 	if (problem != PCS_SOUND)
@@ -1282,7 +1333,7 @@ pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
 	for (int copy = 0; copy < pcs_header_nblocks_copies(seg->header); copy++)
 	{
 		pg_atomic_uint64 *word = pcs_header_nblocks(seg->header, copy);
-		uint64		old = pg_atomic_read_u64(word);
+		uint64		old = pcs_word_read(seg, word);
 
 		for (;;)
 		{
@@ -1291,10 +1342,10 @@ pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
 			if (pcs_nblocks_decode(seg->header, seg->segno, copy, old,
 								   &cur) == PCS_SOUND && cur >= n)
 				break;
-			if (pg_atomic_compare_exchange_u64(word, &old,
-											   pcs_nblocks_word(seg->header,
-																seg->segno,
-																copy, n)))
+			if (pcs_word_compare_exchange(seg, word, &old,
+										  pcs_nblocks_word(seg->header,
+														   seg->segno,
+														   copy, n)))
 				break;
 		}
 	}
@@ -1305,21 +1356,27 @@ pcs_seg_raise_nblocks(PcsSegment *seg, BlockNumber n)
  *
  * Only entries that are not empty already are written.  The map is sparse:
  * storing zeros into a map page that is a hole would make the file system
- * allocate it for nothing (and, on a full file system, raise SIGBUS), and
+ * allocate it for nothing (and fail on a full file system), and
  * zero-extension clears every entry it covers.  Nor are holes read
- * (pcs_map_skip_holes()).
+ * (pcs_map_read_run()).
  */
 void
 pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
 {
-	Assert(from <= to && to <= RELSEG_SIZE);
-	for (BlockNumber b = pcs_map_skip_holes(seg, from, to); b < to;
-		 b = pcs_map_skip_holes(seg, b + 1, to))
-	{
-		PcsMapEntry *slot = pcs_seg_entry(seg, b);
+	PcsMapEntry entries[PCS_MAP_CHUNK_ENTRIES];
+	PcsMapEntry empty;
+	int			n;
 
-		if (!pcs_entry_is_empty(slot))
-			memset(slot, 0, sizeof(PcsMapEntry));
+	Assert(from <= to && to <= RELSEG_SIZE);
+	memset(&empty, 0, sizeof(empty));
+	for (BlockNumber b = from; b < to; b += n)
+	{
+		b = pcs_map_read_run(seg, b, to, entries, &n);
+		for (int i = 0; i < n; i++)
+		{
+			if (!pcs_entry_is_empty(&entries[i]))
+				pcs_map_store(seg, b + i, &empty);
+		}
 	}
 }
 
@@ -1327,8 +1384,10 @@ pcs_seg_clear(PcsSegment *seg, BlockNumber from, BlockNumber to)
  * Clear the entries of blocks [from, to) of a segment that a truncation cut
  * off, give the whole pages of the units of the sound ones back to the file
  * system and keep the units for reuse (pcs_free_pool.c), in runs of
- * adjacent units, each once every entry pointing into it is cleared.  Runs in a critical section (RelationTruncate()): nothing here
- * allocates memory or raises an ERROR.
+ * adjacent units, each once every entry pointing into it is cleared.  Runs
+ * in a critical section (RelationTruncate()): nothing here allocates
+ * memory, and a failure to read or write the map (an I/O error) is a PANIC,
+ * as md.c's failure to truncate a file is there.
  *
  * Units are kept only while the allocation word is sound for this server
  * generation: before the first allocation of a generation, the map has not
@@ -1344,35 +1403,41 @@ pcs_seg_truncate_entries(SMgrRelation reln, ForkNumber forknum,
 	bool		keep_free;
 	uint32		run_first = 0;
 	uint32		run_count = 0;
+	PcsMapEntry entries[PCS_MAP_CHUNK_ENTRIES];
+	PcsMapEntry empty;
+	int			n;
 
 	Assert(from <= to && to <= RELSEG_SIZE);
 	pcs_free_key(reln, forknum, seg->segno, &key);
 	keep_free = pcs_alloc_decode(seg->header, seg->segno,
 								 pcs_current_generation(),
-								 pg_atomic_read_u64(pcs_header_alloc(seg->header)),
+								 pcs_word_read(seg, pcs_header_alloc(seg->header)),
 								 &limit);
-	for (BlockNumber b = pcs_map_skip_holes(seg, from, to); b < to;
-		 b = pcs_map_skip_holes(seg, b + 1, to))
+	memset(&empty, 0, sizeof(empty));
+	for (BlockNumber b = from; b < to; b += n)
 	{
-		PcsMapEntry *slot = pcs_seg_entry(seg, b);
-		PcsMapEntry entry = *slot;
-
-		if (pcs_entry_is_empty(&entry))
-			continue;
-		memset(slot, 0, sizeof(PcsMapEntry));
-		if (!keep_free ||
-			pcs_entry_check(&entry, b, limit, seg->shift) != PCS_SOUND)
-			continue;
-		if (run_count > 0 && run_first + run_count == entry.first_unit)
+		b = pcs_map_read_run(seg, b, to, entries, &n);
+		for (int i = 0; i < n; i++)
 		{
-			run_count += entry.units;
-			continue;
+			PcsMapEntry *entry = &entries[i];
+
+			if (pcs_entry_is_empty(entry))
+				continue;
+			pcs_map_store(seg, b + i, &empty);
+			if (!keep_free ||
+				pcs_entry_check(entry, b + i, limit, seg->shift) != PCS_SOUND)
+				continue;
+			if (run_count > 0 && run_first + run_count == entry->first_unit)
+			{
+				run_count += entry->units;
+				continue;
+			}
+			if (run_count > 0)
+				pcs_free_units(&key, seg->shift, run_first, run_count,
+							   SmgrIsTemp(reln), true, seg->vfd);
+			run_first = entry->first_unit;
+			run_count = entry->units;
 		}
-		if (run_count > 0)
-			pcs_free_units(&key, seg->shift, run_first, run_count,
-						   SmgrIsTemp(reln), true, seg->vfd);
-		run_first = entry.first_unit;
-		run_count = entry.units;
 	}
 	if (run_count > 0)
 		pcs_free_units(&key, seg->shift, run_first, run_count,
