@@ -195,6 +195,18 @@ sub mapped_segments
 is(mapped_segments(), 0,
 	'the session maps no file of the compressed tablespace');
 
+# what the session keeps for its open segments instead: a copy of each
+# header (2.5 kB) with the segment's state, in a slab of its own
+my $seg_bytes = $session->query_safe(
+	"SELECT total_bytes FROM pg_backend_memory_contexts WHERE name = 'pcs open segments'"
+);
+chomp $seg_bytes;
+note "memory of the session's open compressed segments: $seg_bytes bytes";
+cmp_ok($seg_bytes, '>', 200 * 2560,
+	'the session keeps a header copy for each of the 200 tables');
+cmp_ok($seg_bytes, '<=', 200 * 4096,
+	'and at most 4 kB for each open segment');
+
 # the tables read and write as before, in the same session
 $session->query_safe(q(
 UPDATE m1 SET v = 'changed';

@@ -75,9 +75,12 @@ typedef struct PcsSegment
 
 	/*
 	 * chunks of the map known to have storage (pcs_map_chunk_ready(),
-	 * pcs_map_entry())
+	 * pcs_map_chunk_readable())
 	 */
 	uint64		map_ready[(PCS_MAP_CHUNKS + 63) / 64];
+
+	/* where header points: the header up to its map entries */
+	uint64		header_copy[PCS_HEADER_COPY_SIZE / sizeof(uint64)];
 } PcsSegment;
 
 /* the memory of open segments, for the life of the process (pcs_segment.c) */

@@ -119,6 +119,8 @@ typedef struct PcsAioPlan
 	uint16		nblocks;		/* blocks planned */
 	uint32		span_start;		/* where the bytes read go */
 	uint32		span_len;		/* how many bytes are read */
+	bool		first_in_file;	/* the file was seen to hold the first image
+								 * whole (pcs_aio_in_file()) */
 	PcsAioImage images[MAX_IO_COMBINE_LIMIT];
 } PcsAioPlan;
 
@@ -133,6 +135,8 @@ typedef struct PcsAioPlan
 #define PCS_AIO_PROBLEM		(1 << 20)
 #define PCS_AIO_DAMAGE(problem, i) \
 	(PCS_AIO_PROBLEM | ((uint32) (i) << 8) | (uint32) (problem))
+/* a read that stopped short inside the file, before the first image's end */
+#define PCS_AIO_SHORT_READ	(1 << 21)
 
 /* A prepared dictionary in shared memory; its bytes follow */
 typedef struct PcsAioDictSlot
@@ -353,6 +357,30 @@ pcs_aio_run_limit(PcsSegment *seg, BlockNumber segblock, int maxblocks)
 }
 
 /*
+ * Does the file of seg hold its bytes up to offset end?  The units the
+ * process knows the file to hold first (its size never goes down while the
+ * server runs), else its size now.  A read that stops short below the end
+ * of a file has met an error on the way (the kernel returns the bytes it
+ * got, and the error to the next read), which the completion of an
+ * asynchronous read, which cannot read again, must not take for a file
+ * shorter than its map.
+ */
+static bool
+pcs_aio_in_file(PcsSegment *seg, uint64 end)
+{
+	off_t		size;
+
+	if (end <= PCS_DATA_OFFSET + ((uint64) seg->capacity << seg->shift))
+		return true;
+	size = FileSize(seg->vfd);
+	if (size < 0)
+		return false;
+	seg->capacity = Max(seg->capacity,
+						(uint32) ((size - PCS_DATA_OFFSET) >> seg->shift));
+	return end <= (uint64) size;
+}
+
+/*
  * Plan an asynchronous read of up to maxblocks blocks of seg from segblock
  * on (see above): the number of blocks the plan takes, 0 if none, with the
  * plan in *plan, the dictionary its images use (0 for none) in *dict and
@@ -444,6 +472,7 @@ pcs_aio_plan(PcsSegment *seg, BlockNumber segblock, int maxblocks,
 	if (taken == 0)
 		return 0;
 
+	plan->first_in_file = pcs_aio_in_file(seg, first_off + plan->images[0].stored);
 	plan->magic = PCS_AIO_PLAN_MAGIC;
 	plan->algorithm = seg->header->algorithm;
 	plan->damaged_invalid = false;
@@ -909,9 +938,23 @@ pcs_aio_readv_complete(PgAioHandle * ioh, PgAioResult prior_result,
 
 			/*
 			 * Bytes missing past the first block may be a short read: the
-			 * next I/O starts there.  Otherwise, and for the first block (a
-			 * file shorter than its map), the image is damaged.
+			 * next I/O starts there.  Bytes missing from the first image, of
+			 * a file seen to hold it, are a read that stopped at an error: a
+			 * failed read, not damage (the image may be sound).  Otherwise,
+			 * for the first block (a file shorter than its map), the image is
+			 * damaged.
 			 */
+			if (problem == PCS_IMAGE_CUT_SHORT && i == 0 && plan.first_in_file)
+			{
+				if (cb_data >= PCS_AIO_SLOT0)
+					pcs_aio_unpin_dictionary(cb_data - PCS_AIO_SLOT0);
+				result.status = PGAIO_RS_ERROR;
+				result.id = PGAIO_HCB_PCS_READV;
+				result.error_data = PCS_AIO_SHORT_READ;
+				result.result = 0;
+				pgaio_result_report(result, td, LOG_SERVER_ONLY);
+				return result;
+			}
 			if ((problem == PCS_IMAGE_CUT_SHORT && i > 0) ||
 				!plan.damaged_invalid)
 				break;
@@ -947,6 +990,13 @@ pcs_aio_readv_report(PgAioResult result, const PgAioTargetData * td,
 					   td->smgr.blockNum,
 					   td->smgr.blockNum + td->smgr.nblocks - 1,
 					   path.str, result.result, td->smgr.nblocks));
+	else if (result.error_data == PCS_AIO_SHORT_READ)
+		ereport(elevel,
+				(errcode(ERRCODE_IO_ERROR),
+				 errmsg("could not read block %u in file \"%s\": the read stopped before the end of the file",
+						td->smgr.blockNum, path.str),
+				 errdetail("The kernel returned fewer bytes than asked below the end of the file, as it does when a read meets an I/O error part way."),
+				 errhint("Check the storage device for errors.")));
 	else if (result.error_data & PCS_AIO_PROBLEM)
 	{
 		PcsProblem	problem = (PcsProblem) (result.error_data & 0xFF);

@@ -48,6 +48,7 @@
 #define PCS_ENTRY_READ_TRIES	3
 
 MemoryContext PcsCxt = NULL;
+static MemoryContext PcsSegmentSlab = NULL;
 static uint32 pcs_generation = 0;
 
 /* Path of segment segno of a fork, palloc'd */
@@ -232,30 +233,20 @@ pcs_segment_is_unfinished(File vfd, BlockNumber segno, off_t size)
 
 /*
  * Read the header of an open segment into the process's copy of it
- * (seg->header, allocated here) and check it.  On failure an error is
- * raised and nothing is allocated; the caller closes the file.  The copy
- * ends before the map entries that version 4 keeps in the header block:
- * entries are read from the file, and a session that opens ten thousand
- * segments keeps 2.5 kB for each, not 4 kB.
+ * (seg->header_copy) and check it; on failure an error is raised, and the
+ * caller closes the file.  The copy ends before the map entries that
+ * version 4 keeps in the header block, which are read from the file, so
+ * that an open segment takes about 3 kB of a process's memory, in a slab
+ * of its own (pcs_getseg()), rather than 4 kB for the copy alone.
  */
 static void
 pcs_read_header(PcsSegment *seg)
 {
-	PcsHeader  *header;
+	PcsHeader  *header = (PcsHeader *) seg->header_copy;
 	PcsProblem	problem;
 
 	Assert(seg->header == NULL);
-	header = MemoryContextAlloc(PcsCxt, PCS_HEADER_COPY_SIZE);
-	PG_TRY();
-	{
-		pcs_meta_read(seg, header, PCS_HEADER_COPY_SIZE, 0);
-	}
-	PG_CATCH();
-	{
-		pfree(header);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	pcs_meta_read(seg, header, PCS_HEADER_COPY_SIZE, 0);
 
 	problem = pcs_header_check(header);
 
@@ -302,7 +293,6 @@ pcs_read_header(PcsSegment *seg)
 	{
 		uint32		version = pcs_header_other_version(header);
 
-		pfree(header);
 		if (version != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -437,9 +427,14 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	}
 
 	if (PcsCxt == NULL)
+	{
 		PcsCxt = AllocSetContextCreate(TopMemoryContext, "PcsSegments",
 									   ALLOCSET_SMALL_SIZES);
-	seg = MemoryContextAllocZero(PcsCxt, sizeof(PcsSegment));
+		/* fixed-size chunks: an AllocSet would round each up to 4 kB */
+		PcsSegmentSlab = SlabContextCreate(PcsCxt, "pcs open segments",
+										   64 * 1024, sizeof(PcsSegment));
+	}
+	seg = MemoryContextAllocZero(PcsSegmentSlab, sizeof(PcsSegment));
 	seg->vfd = vfd;
 	seg->segno = segno;
 	seg->forknum = forknum;
@@ -457,8 +452,6 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	PG_CATCH();
 	{
 		FileClose(vfd);
-		if (seg->header != NULL)
-			pfree(seg->header);
 		pfree(seg);
 		PG_RE_THROW();
 	}
@@ -478,7 +471,6 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 
 		if (seg == NULL)
 			continue;
-		pfree(seg->header);
 		FileClose(seg->vfd);
 		/* pcs.c gave up its prepared dictionaries first */
 		Assert(!seg->dict_user && seg->encoder == NULL);
