@@ -287,6 +287,47 @@ max_wal_size = 8GB
 CONF
 }
 
+# The throwaway clusters of the side-by-side benchmarks (unlink.sh,
+# read-path.sh), under $WORK: bench_named_cluster NAME BIN [CONF] runs
+# initdb for cluster NAME in $WORK/NAME/data with the programs of BIN (an
+# installation's bin directory), adds CONF to its configuration, starts it
+# on a free port of 127.0.0.1, makes $WORK/NAME/cts for a tablespace, and
+# records it in clusters, port_of[NAME] and bin_of[NAME], which the caller
+# declares (declare -A port_of bin_of; clusters=()).  bench_stop_clusters
+# stops them all (an EXIT trap); bench_psql NAME runs psql on one, the
+# script on stdin.
+bench_named_cluster()
+{
+	local c=$1 bin=$2 conf=${3:-}
+
+	rm -rf "${WORK:?}/$c"
+	mkdir -p "$WORK/$c/cts"
+	port_of[$c]=$(free_port)
+	bin_of[$c]=$bin
+	"$bin/initdb" -D "$WORK/$c/data" -A trust --no-sync >"$WORK/$c/initdb.log"
+	cat >>"$WORK/$c/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = ${port_of[$c]}
+unix_socket_directories = ''
+autovacuum = off
+$conf
+CONF
+	"$bin/pg_ctl" -D "$WORK/$c/data" -l "$WORK/$c/server.log" -w start >/dev/null
+	clusters+=("$c")
+}
+bench_stop_clusters()
+{
+	local c
+
+	for c in "${clusters[@]}"; do
+		"${bin_of[$c]}/pg_ctl" -D "$WORK/$c/data" -m fast -w stop >/dev/null 2>&1 || true
+	done
+}
+bench_psql()
+{
+	"${bin_of[$1]}/psql" -X -q -At -h 127.0.0.1 -p "${port_of[$1]}" -d postgres -v ON_ERROR_STOP=1
+}
+
 # oltp_bench_cluster BIN WORK: initdb a cluster in WORK/data with the
 # settings of the refdata OLTP benchmarks (tpcc.sh, neworder.sh), start it
 # (log WORK/server.log) on a free port of 127.0.0.1 (set in $port), and stop

@@ -14,6 +14,10 @@ PgStrata::RootService - a request to a root service of the test suite
   my $answer = PgStrata::RootService::request($svc, 'LazyFS',
 	"mount primary 512", 90);    # "ok" or "error: ..."
 
+  # in a test: the service's directory, or the test ends here
+  my $svc = PgStrata::RootService::service_or_skip('PGSTRATA_LAZYFS',
+	'LazyFS', PgStrata::LazyFS::service());
+
 =head1 DESCRIPTION
 
 The services that mount FUSE file systems for the test user
@@ -24,6 +28,12 @@ one and waits for its answer, at most TIMEOUT seconds (default 60); a
 service that does not read fails at once (the fifo is opened without
 blocking).  The answer file is removed once read.
 
+service_or_skip() is how a test starts that needs a service: run-checks.sh
+starts the services as root and names each in an environment variable
+(PGSTRATA_LAZYFS, PGSTRATA_FAULTFS), or a sentence in parentheses saying
+why it could not.  A service named but not usable is a failure, not a
+skip; without the variable (not root) the test skips and says why.
+
 =cut
 
 package PgStrata::RootService;
@@ -32,6 +42,7 @@ use strict;
 use warnings FATAL => 'all';
 
 use Fcntl qw(O_WRONLY O_NONBLOCK);
+use Test::More;
 use Time::HiRes qw(usleep time);
 
 my $token_seq = 0;
@@ -67,6 +78,23 @@ sub request
 	unlink($reply);
 	chomp $answer;
 	return $answer;
+}
+
+# service_or_skip(ENVVAR, WHAT, SVC, WHY): SVC, or, where it is undefined,
+# the end of the test with WHY: a failure if ENVVAR is set (a service was
+# asked for and cannot be used), else a skip
+sub service_or_skip
+{
+	my ($envvar, $what, $svc, $why) = @_;
+
+	return $svc if defined $svc;
+	if (defined $ENV{$envvar} && $ENV{$envvar} ne '')
+	{
+		fail("$what service: $why");
+		done_testing();
+		exit;
+	}
+	plan skip_all => $why;
 }
 
 1;

@@ -78,19 +78,10 @@ use Time::HiRes qw(usleep time);
 use PgStrata::Amcheck;
 use PgStrata::LazyFS;
 use PgStrata::PcsFile;
+use PgStrata::RootService;
 
-my ($svc, $why) = PgStrata::LazyFS::service();
-if (!defined $svc)
-{
-	# set by run-checks.sh as root, but not usable: a failure, not a skip
-	if (defined $ENV{PGSTRATA_LAZYFS} && $ENV{PGSTRATA_LAZYFS} ne '')
-	{
-		fail("LazyFS service: $why");
-		done_testing();
-		exit;
-	}
-	plan skip_all => $why;
-}
+my $svc = PgStrata::RootService::service_or_skip('PGSTRATA_LAZYFS', 'LazyFS',
+	PgStrata::LazyFS::service());
 
 my $cycles = $ENV{PGSTRATA_CRASH_CYCLES} // 3;
 my $standby_cycles = $ENV{PGSTRATA_CRASH_STANDBY_CYCLES} // 1;

@@ -56,19 +56,10 @@ use lib "$FindBin::RealBin/..";
 use PgStrata::FaultFS;
 use PgStrata::Node;
 use PgStrata::PcsFile;
+use PgStrata::RootService;
 
-my ($svc, $why) = PgStrata::FaultFS::service();
-if (!defined $svc)
-{
-	# set by run-checks.sh as root, but not usable: a failure, not a skip
-	if (defined $ENV{PGSTRATA_FAULTFS} && $ENV{PGSTRATA_FAULTFS} ne '')
-	{
-		fail("faultfs service: $why");
-		done_testing();
-		exit;
-	}
-	plan skip_all => $why;
-}
+my $svc = PgStrata::RootService::service_or_skip('PGSTRATA_FAULTFS', 'faultfs',
+	PgStrata::FaultFS::service());
 
 my $fs = PgStrata::FaultFS->new($svc, "eio$$");
 $fs->mount;

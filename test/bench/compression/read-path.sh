@@ -47,48 +47,24 @@ fi
 mkdir -p "$WORK"
 declare -A port_of bin_of
 clusters=()
-stop_all()
-{
-	for c in "${clusters[@]}"; do
-		"${bin_of[$c]}/pg_ctl" -D "$WORK/$c/data" -m fast -w stop >/dev/null 2>&1 || true
-	done
-}
-trap stop_all EXIT
+trap bench_stop_clusters EXIT
 
 # make_cluster NAME BIN: a cluster whose pgbench tables are compressed
 make_cluster()
 {
 	local c=$1 bin=$2
-	rm -rf "${WORK:?}/$c"
-	mkdir -p "$WORK/$c/cts"
-	port_of[$c]=$(free_port)
-	bin_of[$c]=$bin
-	"$bin/initdb" -D "$WORK/$c/data" -A trust --no-sync >"$WORK/$c/initdb.log"
-	cat >>"$WORK/$c/data/postgresql.conf" <<CONF
-listen_addresses = '127.0.0.1'
-port = ${port_of[$c]}
-unix_socket_directories = ''
-shared_buffers = 16MB
-autovacuum = off
+
+	bench_named_cluster "$c" "$bin" "shared_buffers = 16MB
 max_wal_size = 4GB
-checkpoint_timeout = 1h
-CONF
-	"$bin/pg_ctl" -D "$WORK/$c/data" -l "$WORK/$c/server.log" -w start >/dev/null
-	clusters+=("$c")
-	psql_of "$c" <<SQL
+checkpoint_timeout = 1h"
+	bench_psql "$c" <<SQL
 CREATE EXTENSION pg_prewarm;
 CREATE TABLESPACE cts LOCATION '$WORK/$c/cts' WITH (compression = 'zstd');
 ALTER DATABASE postgres SET default_tablespace = cts;
 SQL
 	"$bin/pgbench" -h 127.0.0.1 -p "${port_of[$c]}" -i -q -s "$SCALE" postgres \
 		>"$WORK/$c/pgbench-init.log" 2>&1
-	psql_of "$c" <<<'VACUUM ANALYZE; CHECKPOINT;'
-}
-
-# psql_of NAME: psql on cluster NAME, the script on stdin
-psql_of()
-{
-	"${bin_of[$1]}/psql" -X -q -At -h 127.0.0.1 -p "${port_of[$1]}" -d postgres -v ON_ERROR_STOP=1
+	bench_psql "$c" <<<'VACUUM ANALYZE; CHECKPOINT;'
 }
 
 # seconds NAME SQL: wall seconds of one psql run of SQL on cluster NAME
@@ -96,7 +72,7 @@ seconds()
 {
 	local start end
 	start=$(date +%s.%N)
-	psql_of "$1" <<<"$2" >/dev/null
+	bench_psql "$1" <<<"$2" >/dev/null
 	end=$(date +%s.%N)
 	awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", e - s }'
 }
@@ -136,8 +112,8 @@ ratio()
 	echo "\`INSTALLS=\"$INSTALLS\" SCALE=$SCALE ROUNDS=$ROUNDS REPEAT=$REPEAT SECONDS_PER_RUN=$SECONDS_PER_RUN THREADS=$THREADS test/bench/compression/read-path.sh\`, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -sr)"
 	echo
 	# relpages: the size functions report a compressed fork's physical bytes
-	blocks=$(psql_of i1 <<<"SELECT relpages FROM pg_class WHERE relname = 'pgbench_accounts'")
-	physical=$(psql_of i1 <<<"SELECT pg_size_pretty(pg_relation_size('pgbench_accounts'))")
+	blocks=$(bench_psql i1 <<<"SELECT relpages FROM pg_class WHERE relname = 'pgbench_accounts'")
+	physical=$(bench_psql i1 <<<"SELECT pg_size_pretty(pg_relation_size('pgbench_accounts'))")
 	echo "pgbench_accounts: $blocks blocks ($physical on disk, compressed); single and seqscan read $((blocks * REPEAT)) blocks per run (seconds), select is tps."
 	echo
 	i=0

@@ -37,42 +37,22 @@ fi
 mkdir -p "$WORK"
 declare -A port_of bin_of
 clusters=()
-stop_all()
-{
-	for c in "${clusters[@]}"; do
-		"${bin_of[$c]}/pg_ctl" -D "$WORK/$c/data" -m fast -w stop >/dev/null 2>&1 || true
-	done
-}
-trap stop_all EXIT
+trap bench_stop_clusters EXIT
 
-# make_cluster NAME BIN: initdb and start a cluster with a compressed tablespace
+# make_cluster NAME BIN: a cluster with a compressed tablespace
 make_cluster()
 {
-	local c=$1 bin=$2
-	rm -rf "${WORK:?}/$c"
-	mkdir -p "$WORK/$c/cts"
-	port_of[$c]=$(free_port)
-	bin_of[$c]=$bin
-	"$bin/initdb" -D "$WORK/$c/data" -A trust --no-sync >"$WORK/$c/initdb.log"
-	cat >>"$WORK/$c/data/postgresql.conf" <<CONF
-listen_addresses = '127.0.0.1'
-port = ${port_of[$c]}
-unix_socket_directories = ''
-autovacuum = off
-CONF
-	"$bin/pg_ctl" -D "$WORK/$c/data" -l "$WORK/$c/server.log" -w start >/dev/null
-	clusters+=("$c")
-	"$bin/psql" -X -q -At -h 127.0.0.1 -p "${port_of[$c]}" -d postgres -v ON_ERROR_STOP=1 <<SQL
+	bench_named_cluster "$1" "$2"
+	bench_psql "$1" <<SQL
 CREATE EXTENSION pgstrata;
-CREATE TABLESPACE cts LOCATION '$WORK/$c/cts' WITH (compression = 'zstd');
+CREATE TABLESPACE cts LOCATION '$WORK/$1/cts' WITH (compression = 'zstd');
 SQL
 }
 
 # keep_runs NAME: KEEP tables whose one page moved, so that each keeps a run
 keep_runs()
 {
-	local c=$1
-	"${bin_of[$c]}/psql" -X -q -At -h 127.0.0.1 -p "${port_of[$c]}" -d postgres -v ON_ERROR_STOP=1 <<SQL
+	bench_psql "$1" <<SQL
 DO \$\$
 BEGIN
 	FOR i IN 1..$KEEP LOOP
