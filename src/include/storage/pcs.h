@@ -58,7 +58,7 @@ extern void pcs_registersync(SMgrRelation reln, ForkNumber forknum);
 /* the callbacks 18's asynchronous I/O added (pcs_aio.c) */
 extern uint32 pcs_maxcombine(SMgrRelation reln, ForkNumber forknum,
 							 BlockNumber blocknum);
-extern void pcs_startreadv(PgAioHandle *ioh, SMgrRelation reln,
+extern void pcs_startreadv(PgAioHandle * ioh, SMgrRelation reln,
 						   ForkNumber forknum, BlockNumber blocknum,
 						   void **buffers, BlockNumber nblocks);
 extern int	pcs_fd(SMgrRelation reln, ForkNumber forknum,
@@ -73,7 +73,8 @@ extern PGDLLIMPORT const PgAioHandleCallbacks aio_pcs_readv_cb;
  */
 typedef struct PcsSegmentView
 {
-	const PcsHeader *header;	/* the header as mapped */
+	const PcsHeader *header;	/* the process's copy of the header, its
+								 * dictionary records read at the view */
 	struct PcsSegment *seg;		/* for pcs_view_entry() */
 	BlockNumber segno;
 	BlockNumber nblocks;		/* its block count */

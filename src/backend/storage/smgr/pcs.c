@@ -496,20 +496,23 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 	PcsSegment *seg = pcs_getseg(reln, forknum, blocknum / RELSEG_SIZE, false);
 	PcsReadItem items[MAX_IO_COMBINE_LIMIT];
 	bool		done[MAX_IO_COMBINE_LIMIT];
+	PcsMapEntry entries[MAX_IO_COMBINE_LIMIT];
+	BlockNumber count = 0;
+	uint32		limit = 0;
 	int			nitems = 0;
 	int			i;
 
 	Assert(nblocks <= MAX_IO_COMBINE_LIMIT);
 	memset(done, 0, sizeof(done));
 
-	if (seg != NULL && segblock + nblocks <= pcs_seg_nblocks(seg))
+	if (seg != NULL)
 	{
-		PcsMapEntry entries[MAX_IO_COMBINE_LIMIT];
-		uint32		limit;
-
-		/* the limit read after the entries bounds every unit they name */
 		pcs_map_entries(seg, segblock, nblocks, entries);
-		limit = pcs_unit_limit(seg);
+		/* the limit read after the entries bounds every unit they name */
+		pcs_seg_words(seg, &count, &limit);
+	}
+	if (seg != NULL && segblock + nblocks <= count)
+	{
 		for (i = 0; i < nblocks; i++)
 		{
 			PcsReadItem *item = &items[nitems];
@@ -624,6 +627,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	PGIOAlignedBlock image;
 	PcsMapEntry old;
 	PcsMapEntry entry;
+	uint32		limit;
 	const char *src;
 	int			len;
 	int			units;
@@ -676,11 +680,11 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	else
 		src = image.data;
 
-	nblocks = pcs_seg_nblocks(seg);
+	/* the old entry, then the block count and the limit in one read */
 	old = pcs_map_entry(seg, segblock);
+	pcs_seg_words(seg, &nblocks, &limit);
 	old_sound = segblock < nblocks && !pcs_entry_is_empty(&old) &&
-		pcs_entry_check(&old, segblock, pcs_unit_limit(seg),
-						seg->shift) == PCS_SOUND;
+		pcs_entry_check(&old, segblock, limit, seg->shift) == PCS_SOUND;
 
 	/*
 	 * While the server recovers from a copy of a running cluster, the old

@@ -232,6 +232,23 @@ pcs_segment_is_unfinished(File vfd, BlockNumber segno, off_t size)
 }
 
 /*
+ * Write len bytes of the process's copy of a segment's header at offset
+ * back to the file: the identity or its copy, restored or made at opening.
+ * A failure is only a WARNING, since the process reads with its copy either
+ * way, and the next opening restores them again.
+ */
+static void
+pcs_write_identity(PcsSegment *seg, off_t offset, int len)
+{
+	if (FileWrite(seg->vfd, (char *) seg->header_copy + offset, len, offset,
+				  WAIT_EVENT_DATA_FILE_WRITE) != len)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m",
+						FilePathName(seg->vfd))));
+}
+
+/*
  * Read the header of an open segment into the process's copy of it
  * (seg->header_copy) and check it; on failure an error is raised, and the
  * caller closes the file.  The copy ends before the map entries that
@@ -268,26 +285,15 @@ pcs_read_header(PcsSegment *seg)
 						FilePathName(seg->vfd)),
 				 errdetail("%s", _(pcs_problem_message(problem)))));
 		problem = PCS_SOUND;
-		if (FileWrite(seg->vfd, (char *) header, PCS_IDENTITY_SIZE, 0,
-					  WAIT_EVENT_DATA_FILE_WRITE) != PCS_IDENTITY_SIZE)
-			ereport(WARNING,
-					(errcode_for_file_access(),
-					 errmsg("could not write file \"%s\": %m",
-							FilePathName(seg->vfd))));
+		pcs_write_identity(seg, 0, PCS_IDENTITY_SIZE);
 	}
 	else if (problem == PCS_SOUND &&
 			 header->version != PCS_FORMAT_VERSION_2 &&
 			 !pcs_identity_copy_sound(header))
 	{
 		pcs_identity_copy_set(header);
-		if (FileWrite(seg->vfd, (char *) &header->dictionaries.identity,
-					  sizeof(PcsIdentityCopy),
-					  offsetof(PcsHeader, dictionaries.identity),
-					  WAIT_EVENT_DATA_FILE_WRITE) != sizeof(PcsIdentityCopy))
-			ereport(WARNING,
-					(errcode_for_file_access(),
-					 errmsg("could not write file \"%s\": %m",
-							FilePathName(seg->vfd))));
+		pcs_write_identity(seg, offsetof(PcsHeader, dictionaries.identity),
+						   sizeof(PcsIdentityCopy));
 	}
 	if (problem != PCS_SOUND)
 	{
