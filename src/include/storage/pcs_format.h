@@ -60,15 +60,21 @@ typedef struct pg_atomic_uint64
  * file, kept the block count twice, added the generation word, and made
  * units 128 bytes.  Version 4 keeps the map entries of a segment's first
  * PCS_HEADER_ENTRIES blocks in the header's last sectors, so that a small
- * fork needs no page of the map (PcsHeader).  Segments of versions 2 and 3
- * stay readable and writable, each with its own layout; new segments are
- * made in version 4.  A build that reads only versions 2 and 3 refuses a
- * segment of version 4 with an error naming the version (not as damage).
- * Files of version 1 were only ever made by development builds; they are
- * refused with a hint, not converted.  What comments here and in the
- * storage manager say of version 3 holds for version 4 too.
+ * fork needs no page of the map (PcsHeader).  Version 5 drops the 2 MB map
+ * that versions 2 to 4 keep between the header and the data area: its pages
+ * are allocated in the data area when their first entry is stored, and
+ * found through a directory in the file's second 4 kB block, so that a
+ * file's size, holes or not, follows its data (README.pcs, "The map
+ * directory").  Segments of versions 2 to 4 stay readable and writable,
+ * each with its own layout; new segments are made in version 5.  A build
+ * that reads only versions 2 to 4 refuses a segment of version 5 with an
+ * error naming the version (not as damage).  Files of version 1 were only
+ * ever made by development builds; they are refused with a hint, not
+ * converted.  What comments here and in the storage manager say of version
+ * 3 holds for versions 4 and 5 too, except where the map lies.
  */
-#define PCS_FORMAT_VERSION	4
+#define PCS_FORMAT_VERSION	5
+#define PCS_FORMAT_VERSION_4	4
 #define PCS_FORMAT_VERSION_3	3
 #define PCS_FORMAT_VERSION_2	2
 
@@ -76,9 +82,7 @@ typedef struct pg_atomic_uint64
 static inline bool
 pcs_version_known(uint32 version)
 {
-	return version == PCS_FORMAT_VERSION ||
-		version == PCS_FORMAT_VERSION_3 ||
-		version == PCS_FORMAT_VERSION_2;
+	return version >= PCS_FORMAT_VERSION_2 && version <= PCS_FORMAT_VERSION;
 }
 
 /*
@@ -121,12 +125,33 @@ pcs_is_tablespace_file(const char *name)
  */
 #define PCS_IN_USE_FILE		"pgstrata_compressed_storage"
 
-/* Layout of a segment file */
+/*
+ * Layout of a segment file.  Every version begins with the header block.
+ * Versions 2 to 4 follow it with the map, one entry per block of the
+ * segment (a sparse 2 MB), and then the data area.  Version 5 follows it
+ * with the map directory, whose slots locate the pages of the map, and then
+ * the data area, which holds the map's pages among the images.
+ */
 #define PCS_HEADER_SIZE		4096
 #define PCS_ENTRY_SIZE		16
-#define PCS_MAP_OFFSET		PCS_HEADER_SIZE
-#define PCS_MAP_SIZE		((off_t) RELSEG_SIZE * PCS_ENTRY_SIZE)
-#define PCS_DATA_OFFSET		(PCS_MAP_OFFSET + PCS_MAP_SIZE)
+#define PCS_V4_MAP_OFFSET	PCS_HEADER_SIZE
+#define PCS_V4_MAP_SIZE		((off_t) RELSEG_SIZE * PCS_ENTRY_SIZE)
+#define PCS_V4_DATA_OFFSET	(PCS_V4_MAP_OFFSET + PCS_V4_MAP_SIZE)
+
+/*
+ * Version 5's map: pages of PCS_MAP_PAGE_ENTRIES entries, page k holding
+ * the entries of blocks k * PCS_MAP_PAGE_ENTRIES on (page 0 leaves the
+ * entries kept in the header unused), each PCS_MAP_PAGE_SIZE bytes of the
+ * data area, located by slot k of the directory (PcsDirectory).  The
+ * directory takes whole 4 kB pages: one for segments of 1 GB.
+ */
+#define PCS_MAP_PAGE_SIZE	4096
+#define PCS_MAP_PAGE_ENTRIES	(PCS_MAP_PAGE_SIZE / PCS_ENTRY_SIZE)
+#define PCS_MAP_PAGES		((int) ((RELSEG_SIZE + PCS_MAP_PAGE_ENTRIES - 1) / \
+									PCS_MAP_PAGE_ENTRIES))
+#define PCS_DIRECTORY_OFFSET	PCS_HEADER_SIZE
+#define PCS_DIRECTORY_SIZE	TYPEALIGN(4096, PCS_MAP_PAGES * sizeof(uint64))
+#define PCS_V5_DATA_OFFSET	(PCS_DIRECTORY_OFFSET + PCS_DIRECTORY_SIZE)
 
 /*
  * Allocation units of the data area: 128 bytes in version 3, 512 in version
@@ -362,31 +387,105 @@ pcs_header_nblocks(PcsHeader *header, int copy)
 static inline BlockNumber
 pcs_header_entries(const PcsHeader *header)
 {
-	return header->version >= PCS_FORMAT_VERSION ? PCS_HEADER_ENTRIES : 0;
+	return header->version >= PCS_FORMAT_VERSION_4 ? PCS_HEADER_ENTRIES : 0;
+}
+
+/* Does the map of a segment lie in pages found through its directory? */
+static inline bool
+pcs_header_has_directory(const PcsHeader *header)
+{
+	return header->version >= PCS_FORMAT_VERSION;
+}
+
+/* The file offset of a segment's data area */
+static inline off_t
+pcs_data_offset(const PcsHeader *header)
+{
+	return pcs_header_has_directory(header) ?
+		PCS_V5_DATA_OFFSET : PCS_V4_DATA_OFFSET;
 }
 
 /*
- * The map entry of block segblock of a segment, in a copy of its header
- * and map that starts at the file's first byte.  Every access to
- * an entry goes through this or pcs_entry_offset(): where an entry lies
- * depends on the segment's format version.
+ * The map entry of block segblock of a segment of version 2 to 4, in a copy
+ * of its header and map that starts at the file's first byte.  Every access
+ * to an entry goes through this, pcs_entry_offset() or
+ * pcs_map_page_entry_offset(): where an entry lies depends on the segment's
+ * format version.
  */
 static inline PcsMapEntry *
 pcs_entry_slot(PcsHeader *header, BlockNumber segblock)
 {
+	Assert(!pcs_header_has_directory(header));
 	if (segblock < pcs_header_entries(header))
 		return &header->entries[segblock];
-	return (PcsMapEntry *) ((char *) header + PCS_MAP_OFFSET) + segblock;
+	return (PcsMapEntry *) ((char *) header + PCS_V4_MAP_OFFSET) + segblock;
 }
 
-/* The file offset of the map entry of block segblock of a segment */
+/*
+ * The file offset of the map entry of block segblock of a segment, for the
+ * blocks whose entries lie at a place fixed by the format: those in the
+ * header, and in versions 2 to 4 every block's.  Version 5 finds the others
+ * through its directory (pcs_map_page_entry_offset()).
+ */
 static inline off_t
 pcs_entry_offset(const PcsHeader *header, BlockNumber segblock)
 {
 	if (segblock < pcs_header_entries(header))
 		return (off_t) offsetof(PcsHeader, entries) +
 			(off_t) segblock * PCS_ENTRY_SIZE;
-	return PCS_MAP_OFFSET + (off_t) segblock * PCS_ENTRY_SIZE;
+	Assert(!pcs_header_has_directory(header));
+	return PCS_V4_MAP_OFFSET + (off_t) segblock * PCS_ENTRY_SIZE;
+}
+
+/* The map page of version 5 that holds the entry of block segblock */
+static inline int
+pcs_map_page_of(BlockNumber segblock)
+{
+	return (int) (segblock / PCS_MAP_PAGE_ENTRIES);
+}
+
+/*
+ * The directory of a version 5 segment: slot k locates map page k.  A slot
+ * is one 64-bit word, stored by a single write: all zeros while the page
+ * does not exist (its entries are all empty), else the complement of the
+ * page's first unit (low 32 bits; the complement makes a zeroed word
+ * invalid where unit 0 is meant) and a CRC32C of the unit, the page's
+ * number and the segment (high 32 bits, pcs_directory_word()), so that a
+ * damaged or torn slot is recognised, never followed.  A slot changes only
+ * from zeros to a page in this build: map pages are never moved or freed
+ * (README.pcs, "The map directory", says what a build that moves them must
+ * do).
+ */
+typedef struct PcsDirectory
+{
+	uint64		slots[PCS_DIRECTORY_SIZE / sizeof(uint64)];
+} PcsDirectory;
+
+/* Units of the data area a map page takes, in a segment with units of 1 << shift */
+static inline int
+pcs_map_page_units(int shift)
+{
+	return PCS_MAP_PAGE_SIZE >> shift;
+}
+
+/* Byte offset of a unit of a segment's data area in the file */
+static inline off_t
+pcs_unit_offset(const PcsHeader *header, uint32 unit)
+{
+	return pcs_data_offset(header) + ((off_t) unit << header->unit_shift);
+}
+
+/*
+ * The file offset of the entry of block segblock in version 5's map page
+ * that starts at unit page_unit
+ */
+static inline off_t
+pcs_map_page_entry_offset(const PcsHeader *header, uint32 page_unit,
+						  BlockNumber segblock)
+{
+	Assert(pcs_header_has_directory(header));
+	return pcs_unit_offset(header, page_unit) +
+		(off_t) (segblock % PCS_MAP_PAGE_ENTRIES) * PCS_ENTRY_SIZE;
 }
 
 /* Map entry flags */
@@ -458,13 +557,6 @@ pcs_raw_units(int shift)
 	return BLCKSZ >> shift;
 }
 
-/* Byte offset of a unit of 1 << shift bytes in the segment file */
-static inline off_t
-pcs_unit_offset(uint32 unit, int shift)
-{
-	return PCS_DATA_OFFSET + ((off_t) unit << shift);
-}
-
 /*
  * Do these first bytes of a file start a compressed segment?  Only the magic
  * is compared: callers that then read the segment check its header.
@@ -481,16 +573,37 @@ pcs_is_segment_start(const void *bytes, size_t len)
 }
 
 /*
+ * Where the part of a compressed segment that a copy may leave sparse ends,
+ * judged by the file's first len bytes: versions 2 to 4 keep a sparse map
+ * of 2 MB below their data area; version 5 keeps only its directory there,
+ * a 4 kB hole until the first map page.  First bytes too few to tell give
+ * version 5's end, the smaller: a copy then keeps bytes it could have left
+ * out, never the other way round.
+ */
+static inline off_t
+pcs_copy_sparse_end(const char *bytes, size_t len)
+{
+	uint32		version;
+
+	if (len < offsetof(PcsHeader, version) + sizeof(uint32))
+		return PCS_V5_DATA_OFFSET;
+	memcpy(&version, bytes + offsetof(PcsHeader, version), sizeof(uint32));
+	return version >= PCS_FORMAT_VERSION_2 && version <= PCS_FORMAT_VERSION_4 ?
+		PCS_V4_DATA_OFFSET : PCS_V5_DATA_OFFSET;
+}
+
+/*
  * May a copy of a compressed segment leave these len bytes at offset as a
- * hole?  Only zeros inside the map: the storage manager leaves the map
- * sparse (its pages get storage as their entries are written), and a copy
- * that fills it takes 2 MB per segment.  The data area is allocated ahead on
- * purpose, so copies keep it.
+ * hole?  Only zeros between the header and sparse_end
+ * (pcs_copy_sparse_end()): the storage manager leaves the map of versions 2
+ * to 4 and the directory of version 5 sparse (their pages get storage as
+ * they are written), and a copy that fills version 4's map takes 2 MB per
+ * segment.  The data area is allocated ahead on purpose, so copies keep it.
  */
 static inline bool
-pcs_copy_can_skip(const char *buf, off_t offset, size_t len)
+pcs_copy_can_skip(const char *buf, off_t offset, size_t len, off_t sparse_end)
 {
-	if (offset < PCS_MAP_OFFSET || offset + (off_t) len > PCS_DATA_OFFSET)
+	if (offset < PCS_HEADER_SIZE || offset + (off_t) len > sparse_end)
 		return false;
 	for (size_t i = 0; i < len; i++)
 	{
@@ -507,13 +620,13 @@ typedef void (*PcsWriteAt) (void *arg, const char *data, int len,
 /*
  * Write the len bytes of a compressed segment that lie at offset into its
  * copy at the same offset, through write_at, one call for each run of bytes
- * to keep: the 4 kB pages of zeros inside the map (pcs_copy_can_skip()) are
- * left out, so that they stay holes.  The backend's copies and the frontend
- * programs' share it, each with its own way to write and fail.  (Inline:
- * frontend programs link none of the format layer.)
+ * to keep: the 4 kB pages of zeros below sparse_end (pcs_copy_can_skip())
+ * are left out, so that they stay holes.  The backend's copies and the
+ * frontend programs' share it, each with its own way to write and fail.
+ * (Inline: frontend programs link none of the format layer.)
  */
 static inline void
-pcs_copy_sparse(const char *data, int len, off_t offset,
+pcs_copy_sparse(const char *data, int len, off_t offset, off_t sparse_end,
 				PcsWriteAt write_at, void *arg)
 {
 	int			run = 0;		/* start of the bytes still to write */
@@ -525,7 +638,7 @@ pcs_copy_sparse(const char *data, int len, off_t offset,
 		int			piece = Min(len - done,
 								PCS_HEADER_SIZE - (int) (pos % PCS_HEADER_SIZE));
 
-		if (pcs_copy_can_skip(data + done, pos, piece))
+		if (pcs_copy_can_skip(data + done, pos, piece, sparse_end))
 		{
 			if (done > run)
 				write_at(arg, data + run, done - run, offset + run);
@@ -580,6 +693,8 @@ typedef enum PcsProblem
 	PCS_IMAGE_DICTIONARY_FAILED,
 	PCS_DICTIONARY_BAD_RECORD,
 	PCS_DICTIONARY_BAD_CRC,
+	PCS_DIRECTORY_BAD_SLOT,
+	PCS_DIRECTORY_BAD_UNIT,
 } PcsProblem;
 
 extern const char *pcs_algorithm_name(PcsAlgorithm algorithm);
@@ -642,6 +757,12 @@ extern PcsProblem pcs_dict_record_check(const PcsHeader *header,
 										const PcsDictRecord *record,
 										int shift);
 extern int	pcs_units_to_allocate(int stored, bool grown, int shift);
+extern uint64 pcs_directory_word(const PcsHeader *header, BlockNumber segno,
+								 int page, uint32 unit);
+extern PcsProblem pcs_directory_decode(const PcsHeader *header,
+									   BlockNumber segno, int page,
+									   uint64 word, bool *present,
+									   uint32 *unit);
 
 /*
  * What the codec has learnt about the pages of one segment, in one process:

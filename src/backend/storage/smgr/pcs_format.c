@@ -147,9 +147,11 @@ static const char *const pcs_problem_messages[] = {
 	[PCS_IMAGE_DICTIONARY_FAILED] = gettext_noop("The compression dictionary the block's image names could not be prepared."),
 	[PCS_DICTIONARY_BAD_RECORD] = gettext_noop("The record of the compression dictionary the block's image names is damaged."),
 	[PCS_DICTIONARY_BAD_CRC] = gettext_noop("The compression dictionary the block's image names is damaged: its checksum does not match."),
+	[PCS_DIRECTORY_BAD_SLOT] = gettext_noop("The checksum of the directory slot of the block's map page does not match."),
+	[PCS_DIRECTORY_BAD_UNIT] = gettext_noop("The directory slot of the block's map page points past any data area."),
 };
 
-StaticAssertDecl(lengthof(pcs_problem_messages) == PCS_DICTIONARY_BAD_CRC + 1,
+StaticAssertDecl(lengthof(pcs_problem_messages) == PCS_DIRECTORY_BAD_UNIT + 1,
 				 "every PcsProblem needs its sentence");
 
 /*
@@ -233,7 +235,7 @@ pcs_identity_copy_sound(const PcsHeader *header)
 }
 
 /*
- * Write the copy of a sound header's identity (versions 3 and 4): at
+ * Write the copy of a sound header's identity (versions 3 to 5): at
  * creation, and when a server opens a segment made before the copy existed.
  */
 void
@@ -253,8 +255,8 @@ pcs_identity_copy_set(PcsHeader *header)
  * Restore the identity of a header whose sector 0 failed its check from the
  * copy in its dictionary sector, if that is sound; false if it is not (or
  * the sector is sound but names a format this build does not read, which
- * is not damage).  Only the identity's bytes are written: in versions 3 and
- * 4 nothing else in sector 0 is used.
+ * is not damage).  Only the identity's bytes are written: in versions 3 to
+ * 5 nothing else in sector 0 is used.
  */
 bool
 pcs_identity_restore(PcsHeader *header)
@@ -293,6 +295,7 @@ pcs_header_other_version(const PcsHeader *header)
 #define PCS_WORD_GENERATION	0x47	/* 'G' */
 #define PCS_WORD_DICTIONARY	0x44	/* 'D' */
 #define PCS_WORD_DICT_RECORD	0x52	/* 'R' */
+#define PCS_WORD_MAP_PAGE	0x4d	/* 'M' */
 
 /*
  * The check half of a shared header word: CRC32C of the value, of what kind
@@ -451,6 +454,50 @@ pcs_alloc_decode(const PcsHeader *header, BlockNumber segno,
 		return false;
 	*next_unit = next;
 	return true;
+}
+
+/*
+ * Directory slot page of segment segno (version 5) locating a map page at
+ * unit: the complement of the unit, and a check that covers the unit, the
+ * page's number and the segment, so that a slot moved to another place, or
+ * copied from another segment, fails it
+ */
+uint64
+pcs_directory_word(const PcsHeader *header, BlockNumber segno, int page,
+				   uint32 unit)
+{
+	uint32		check = pcs_word_check(header, segno, PCS_WORD_MAP_PAGE,
+									   (uint32) page, unit);
+
+	Assert(page >= 0 && page < PCS_MAP_PAGES);
+	return ((uint64) check << 32) | (uint32) ~unit;
+}
+
+/*
+ * Read directory slot page of segment segno: PCS_SOUND with *present false
+ * for a slot of zeros (no map page), or true and the page's first unit in
+ * *unit; a problem if the slot fails its check or locates a page that no
+ * data area could hold.
+ */
+PcsProblem
+pcs_directory_decode(const PcsHeader *header, BlockNumber segno, int page,
+					 uint64 word, bool *present, uint32 *unit)
+{
+	uint32		value = ~(uint32) word;
+
+	*present = false;
+	*unit = 0;
+	if (word == 0)
+		return PCS_SOUND;
+	if ((uint32) (word >> 32) != pcs_word_check(header, segno,
+												PCS_WORD_MAP_PAGE,
+												(uint32) page, value))
+		return PCS_DIRECTORY_BAD_SLOT;
+	if ((uint64) value + pcs_map_page_units(header->unit_shift) > PG_UINT32_MAX)
+		return PCS_DIRECTORY_BAD_UNIT;
+	*present = true;
+	*unit = value;
+	return PCS_SOUND;
 }
 
 /*
@@ -676,10 +723,11 @@ pcs_data_crc(const char *data, int len)
  * operating system crash interrupted after the file was sized to its data
  * area, before its header reached disk?
  *
- * pcs_init_segment_file() writes the header, sizes the file and fsyncs it;
- * until the fsync the kernel may write the new size back without the
- * header, and a crash then leaves a file of exactly PCS_DATA_OFFSET bytes,
- * all zeros.  Read by its first bytes, that used to be an md fork of 256
+ * pcs_init_segment_file() writes the header and fsyncs it (builds of
+ * versions 2 to 4 also sized the file to their data area); until the fsync
+ * the kernel may write the new size back without the header, and a crash
+ * then leaves a file of exactly PCS_HEADER_SIZE bytes (PCS_V4_DATA_OFFSET
+ * from those builds), all zeros.  Read by its first bytes, that used to be an md fork of 256
  * zero pages and half a page: redo of the fork's creation left it so, and
  * redo and everything after wrote the relation's blocks at md offsets after
  * those pages, so a table created in a compressed tablespace silently
@@ -691,7 +739,9 @@ pcs_data_crc(const char *data, int len)
  * skips it.  The whole file is checked, not only the header: md never
  * leaves a file of this size (it is not a multiple of BLCKSZ) except after
  * a torn extension, and an md fork of this size whose first page happens to
- * be zeros must not be mistaken for an empty one.  Only the parts of the
+ * be zeros must not be mistaken for an empty one; for the same reason a
+ * file of PCS_HEADER_SIZE bytes is taken for one only where that is not a
+ * whole number of blocks.  Only the parts of the
  * file that hold data are read (SEEK_DATA): such a file is usually all a
  * hole.
  */
@@ -701,7 +751,8 @@ pcs_segment0_is_blank(int fd, off_t size)
 	PGAlignedBlock buf;
 	off_t		pos = 0;
 
-	if (size != PCS_DATA_OFFSET)
+	if (size != PCS_V4_DATA_OFFSET &&
+		(size != PCS_HEADER_SIZE || PCS_HEADER_SIZE % BLCKSZ == 0))
 		return false;
 	while (pos < size)
 	{
