@@ -83,6 +83,7 @@ typedef struct PgstrataForkStats
 	uint64		dictionary_pages;	/* images compressed with a dictionary */
 	uint64		dictionaries;	/* dictionaries the segments keep */
 	uint64		dictionary_bytes;	/* bytes of those dictionaries */
+	uint64		map_bytes;		/* bytes of map pages in the data area */
 	uint64		stored_bytes;	/* bytes of all images */
 	uint64		slack_bytes;	/* allocated to images beyond their size */
 	uint64		garbage_bytes;	/* allocated, referenced by no block */
@@ -140,6 +141,9 @@ pgstrata_fork_stats(SMgrRelation reln, ForkNumber forknum,
 			/* a dictionary's units are neither an image's nor garbage */
 			live_units += pcs_units_for(record->bytes, v.shift);
 		}
+		/* nor are the map's own pages (version 5) */
+		live_units += v.map_units;
+		stats->map_bytes += (uint64) v.map_units << v.shift;
 		stats->logical_pages += v.nblocks;
 		stats->slack_bytes += live_units << v.shift;
 		stats->garbage_bytes +=
@@ -151,7 +155,8 @@ pgstrata_fork_stats(SMgrRelation reln, ForkNumber forknum,
 	}
 	if (stats->segments == 0)
 		return false;
-	stats->slack_bytes -= stats->stored_bytes + stats->dictionary_bytes;
+	stats->slack_bytes -= stats->stored_bytes + stats->dictionary_bytes +
+		stats->map_bytes;
 	return true;
 }
 

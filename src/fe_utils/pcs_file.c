@@ -123,7 +123,7 @@ pcs_sparse_write(PcsSparseFile *state, int fd, const char *path,
 	if (!state->segment)
 		return false;
 
-	pcs_copy_sparse(data, len, start, pcs_write_at, &target);
+	pcs_copy_sparse(data, len, start, PCS_V5_DATA_OFFSET, pcs_write_at, &target);
 	return true;
 }
 
@@ -184,14 +184,14 @@ pcs_copy_file_range(int src_fd, int dest_fd, const char *src,
 		pg_fatal("could not stat file \"%s\": %m", src);
 
 	pcs_copy_range(src_fd, dest_fd, src, dest, 0,
-				   Min(st.st_size, PCS_MAP_OFFSET));
-	map_end = Min(st.st_size, PCS_DATA_OFFSET);
-	for (pos = PCS_MAP_OFFSET;
+				   Min(st.st_size, PCS_V4_MAP_OFFSET));
+	map_end = Min(st.st_size, PCS_V4_DATA_OFFSET);
+	for (pos = PCS_V4_MAP_OFFSET;
 		 pcs_next_data_range(src_fd, pos, map_end, &data, &hole);
 		 pos = hole)
 		pcs_copy_range(src_fd, dest_fd, src, dest, data, hole);
-	if (st.st_size > PCS_DATA_OFFSET)
-		pcs_copy_range(src_fd, dest_fd, src, dest, PCS_DATA_OFFSET,
+	if (st.st_size > PCS_V4_DATA_OFFSET)
+		pcs_copy_range(src_fd, dest_fd, src, dest, PCS_V4_DATA_OFFSET,
 					   st.st_size);
 
 	/* the copy may end in a hole of the map */

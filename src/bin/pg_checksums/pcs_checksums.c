@@ -97,7 +97,7 @@ pcs_load_dictionary(int fd, const char *fn, const PcsHeader *header,
 		return problem;
 	bytes = pg_malloc(record->bytes);
 	if (pcs_read_at(fd, fn, bytes, record->bytes,
-					pcs_unit_offset(record->first_unit, header->unit_shift)) != record->bytes ||
+					pcs_unit_offset(header, record->first_unit)) != record->bytes ||
 		pcs_data_crc(bytes, record->bytes) != record->data_crc)
 		problem = PCS_DICTIONARY_BAD_CRC;
 	else if ((dicts[number] = pcs_dict_prepare(header->algorithm, header->level,
@@ -125,7 +125,7 @@ pcs_read_page(int fd, const char *fn, const PcsHeader *header,
 	if (problem != PCS_SOUND)
 		return problem;
 	if (pcs_read_at(fd, fn, image.data, entry->stored,
-					pcs_unit_offset(entry->first_unit, header->unit_shift)) != entry->stored)
+					pcs_unit_offset(header, entry->first_unit)) != entry->stored)
 		return PCS_IMAGE_CUT_SHORT;
 	if (pcs_data_crc(image.data, entry->stored) != entry->data_crc)
 		return PCS_IMAGE_BAD_CRC;
@@ -199,7 +199,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 	counts.bytes = st.st_size;
 
 	memset(hbuf.data, 0, BLCKSZ);
-	if (st.st_size < PCS_DATA_OFFSET)
+	if (st.st_size < PCS_V4_DATA_OFFSET)
 		problem = _("The file is shorter than a compressed segment's header and map.");
 	else if (pcs_read_at(fd, fn, hbuf.data, sizeof(PcsHeader), 0) != sizeof(PcsHeader))
 		problem = _("The header is cut short.");
@@ -233,8 +233,8 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 
 	/* Units past the end of the file are not there: entries must lie below */
 	shift = header->unit_shift;
-	unit_limit = (uint32) ((st.st_size - PCS_DATA_OFFSET) >> shift);
-	next_unit = (uint32) ((st.st_size - PCS_DATA_OFFSET + (1 << shift) - 1) >> shift);
+	unit_limit = (uint32) ((st.st_size - PCS_V4_DATA_OFFSET) >> shift);
+	next_unit = (uint32) ((st.st_size - PCS_V4_DATA_OFFSET + (1 << shift) - 1) >> shift);
 
 	map = pg_malloc0(Max(nblocks, 1) * sizeof(PcsMapEntry));
 	pcs_transfer_entries(fd, fn, header, map, nblocks, false);
@@ -304,7 +304,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		units = pcs_units_to_allocate(len, false, shift);
 		if ((uint64) next_unit + units > PG_UINT32_MAX)
 			pg_fatal("compressed segment \"%s\" is full", fn);
-		pcs_write_at(fd, fn, src, len, pcs_unit_offset(next_unit, shift));
+		pcs_write_at(fd, fn, src, len, pcs_unit_offset(header, next_unit));
 		pcs_entry_set(&map[b], b, next_unit, len, units, image_flags,
 					  pcs_data_crc(src, len), shift);
 		next_unit += units;
@@ -318,7 +318,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		 * takes as the limit of sound entries and where it allocates next;
 		 * and the images must be durable before the map points to them.
 		 */
-		if (ftruncate(fd, pcs_unit_offset(next_unit, shift)) != 0)
+		if (ftruncate(fd, pcs_unit_offset(header, next_unit)) != 0)
 			pg_fatal("could not extend file \"%s\": %m", fn);
 		if (do_sync && fsync(fd) != 0)
 			pg_fatal("could not fsync file \"%s\": %m", fn);

@@ -15,6 +15,7 @@
 
 #include "storage/block.h"
 #include "storage/fd.h"
+#include "storage/pcs_format.h"
 #include "storage/relfilelocator.h"
 #include "storage/sync.h"
 
@@ -41,14 +42,14 @@ extern void pcs_free_attach(void);
 extern void pcs_free_usage(int32 *runs, int32 *kept, uint64 *forgotten);
 extern uint64 pcs_free_walks(void);
 
-extern bool pcs_free_units(const PcsFreeKey *key, int shift, uint32 first,
-						   uint32 count, bool reuse_now, bool give_back_now,
-						   File file);
+extern bool pcs_free_units(const PcsFreeKey *key, const PcsHeader *header,
+						   uint32 first, uint32 count, bool reuse_now,
+						   bool give_back_now, File file);
 extern bool pcs_claim_units(const PcsFreeKey *key, uint32 count,
 							uint32 *first);
 extern void pcs_free_want_sync(const PcsFreeKey *key);
 extern int	pcs_take_wanted_syncs(PcsFreeKey *keys, int max);
-extern bool pcs_free_publish(const PcsFreeKey *key, int shift,
+extern bool pcs_free_publish(const PcsFreeKey *key, const PcsHeader *header,
 							 const PcsUnitRun *runs, int nruns);
 extern uint32 pcs_free_waiting_units(const PcsFreeKey *key);
 extern void pcs_forget_fork(RelFileLocator rlocator, ForkNumber forknum);

@@ -23,13 +23,20 @@
 #include "storage/pcs_free_pool.h"
 #include "storage/smgr.h"
 
-/* Bytes of the map whose storage is made to exist at once (a kernel page) */
+/*
+ * Bytes of the map whose storage is made to exist at once (a kernel page):
+ * in versions 2 to 4 a chunk of the sparse map, in version 5 a map page
+ */
 #define PCS_MAP_CHUNK		4096
-#define PCS_MAP_CHUNKS		((int) (PCS_MAP_SIZE / PCS_MAP_CHUNK))
+#define PCS_MAP_CHUNKS		((int) (PCS_V4_MAP_SIZE / PCS_MAP_CHUNK))
 #define PCS_MAP_CHUNK_ENTRIES	(PCS_MAP_CHUNK / PCS_ENTRY_SIZE)
 /* the chunk of the map that holds the entry of segblock */
 #define PCS_MAP_CHUNK_OF(segblock) \
 	((int) (((off_t) (segblock) * PCS_ENTRY_SIZE) / PCS_MAP_CHUNK))
+
+StaticAssertDecl(PCS_MAP_CHUNK == PCS_MAP_PAGE_SIZE &&
+				 PCS_MAP_CHUNKS == PCS_MAP_PAGES,
+				 "a chunk of the map of version 4 and a map page of version 5 hold the same entries");
 
 /* Bytes of a segment's header that each process keeps a copy of */
 #define PCS_HEADER_COPY_SIZE	offsetof(PcsHeader, entries)
@@ -74,10 +81,18 @@ typedef struct PcsSegment
 	char	   *sample;			/* PCS_AUTO_TRAIN_PAGES pages, or NULL */
 
 	/*
-	 * chunks of the map known to have storage (pcs_map_chunk_ready(),
-	 * pcs_map_chunk_readable())
+	 * versions 2 to 4: chunks of the map known to have storage
+	 * (pcs_map_chunk_ready(), pcs_map_chunk_readable())
 	 */
 	uint64		map_ready[(PCS_MAP_CHUNKS + 63) / 64];
+
+	/*
+	 * version 5: the first unit + 1 of each map page known to exist (0: not
+	 * known), palloc'd at the first one found (pcs_map_page_lookup()); and
+	 * whether the directory is known to have storage
+	 */
+	uint32	   *map_pages;
+	bool		directory_ready;
 
 	/* where header points: the header up to its map entries */
 	uint64		header_copy[PCS_HEADER_COPY_SIZE / sizeof(uint64)];
@@ -122,6 +137,7 @@ extern void pcs_sync_fork(SMgrRelation reln, ForkNumber forknum,
 extern void pcs_sync_now(SMgrRelation reln, ForkNumber forknum,
 						 PcsSegment *seg, uint32 wait_event);
 extern uint32 pcs_unit_limit(PcsSegment *seg);
+extern uint32 pcs_seg_units_below(PcsSegment *seg, off_t size);
 
 /* the header and map, with ordinary calls (pcs_meta.c) */
 extern Size pcs_meta_shmem_size(void);
@@ -138,6 +154,12 @@ extern void pcs_word_write(PcsSegment *seg, pg_atomic_uint64 *word,
 						   uint64 value);
 extern bool pcs_word_compare_exchange(PcsSegment *seg, pg_atomic_uint64 *word,
 									  uint64 *expected, uint64 value);
+extern void pcs_directory_read(PcsSegment *seg, PcsDirectory *directory);
+extern bool pcs_directory_slot_set(PcsSegment *seg, int page,
+								   uint64 *expected, uint64 value);
+extern int	pcs_map_page_lookup(PcsSegment *seg, int page, bool tolerate,
+								uint32 *unit);
+extern void pcs_map_page_remember(PcsSegment *seg, int page, uint32 unit);
 extern PcsMapEntry pcs_map_entry(PcsSegment *seg, BlockNumber segblock);
 extern void pcs_map_entries(PcsSegment *seg, BlockNumber from, int n,
 							PcsMapEntry *entries);

@@ -109,6 +109,24 @@ test_free_key(PcsFreeKey *key, FileTag *tag)
 	tag->segno = key->segno;
 }
 
+/*
+ * The header of the test segment, as the free pool takes it: a new segment
+ * of the current format (its unit size and data area)
+ */
+static const PcsHeader *
+test_pcs_header(void)
+{
+	static PcsHeader header;
+	static bool made = false;
+
+	if (!made)
+	{
+		pcs_header_init(&header, PCS_ALGO_ZSTD, PCS_ZSTD_DEFAULT_LEVEL, 7);
+		made = true;
+	}
+	return &header;
+}
+
 /* Claim count units of the test segment; -1 if no run holds them */
 static int64
 test_claim(const PcsFreeKey *key, uint32 count)
@@ -144,6 +162,7 @@ test_pcs_free_pool(PG_FUNCTION_ARGS)
 	uint64		clock;
 	int			checks = 0;
 	const int	shift = PCS_UNIT_SHIFT;
+	const PcsHeader *hdr = test_pcs_header();
 
 	if (!superuser())
 		ereport(ERROR,
@@ -153,9 +172,9 @@ test_pcs_free_pool(PG_FUNCTION_ARGS)
 	pcs_forget_fork(key.rlocator, InvalidForkNumber);
 
 	/* the smallest run that holds a claim goes, from its first unit */
-	pcs_free_units(&key, shift, 1000, 10, true, false, -1);
-	pcs_free_units(&key, shift, 2000, 4, true, false, -1);
-	pcs_free_units(&key, shift, 3000, 6, true, false, -1);
+	pcs_free_units(&key, hdr, 1000, 10, true, false, -1);
+	pcs_free_units(&key, hdr, 2000, 4, true, false, -1);
+	pcs_free_units(&key, hdr, 3000, 6, true, false, -1);
 	test_expect("a claim of 5 units takes the 6-unit run", test_claim(&key, 5), 3000);
 	test_expect("a claim of 4 units takes the 4-unit run", test_claim(&key, 4), 2000);
 	test_expect("a claim of 1 unit takes what is left of the 6-unit run",
@@ -166,10 +185,10 @@ test_pcs_free_pool(PG_FUNCTION_ARGS)
 	checks += 6;
 
 	/* a run freed while the map on disk may point to it waits for an fsync */
-	pcs_free_units(&key, shift, 5000, 8, false, false, -1);
+	pcs_free_units(&key, hdr, 5000, 8, false, false, -1);
 	test_expect("a run is not handed out before an fsync", test_claim(&key, 8), -1);
 	clock = pcs_sync_begin(&tag);
-	pcs_free_units(&key, shift, 6000, 8, false, false, -1);
+	pcs_free_units(&key, hdr, 6000, 8, false, false, -1);
 	pcs_sync_done(&tag, clock, -1);
 	test_expect("after an fsync that began after it was freed, it is",
 				test_claim(&key, 8), 5000);
@@ -186,9 +205,9 @@ test_pcs_free_pool(PG_FUNCTION_ARGS)
 	 * waits.
 	 */
 	for (uint32 i = 0; i < 20; i++)
-		pcs_free_units(&key, shift, 10000 + 4 * i, 4, false, false, -1);
+		pcs_free_units(&key, hdr, 10000 + 4 * i, 4, false, false, -1);
 	clock = pcs_sync_begin(&tag);
-	pcs_free_units(&key, shift, 10080, 4, false, false, -1);
+	pcs_free_units(&key, hdr, 10080, 4, false, false, -1);
 	pcs_sync_done(&tag, clock, -1);
 	test_expect("twenty reusable runs that touch are merged into one of 80 units",
 				test_claim(&key, PCS_MAX_UNITS), 10000);
@@ -204,7 +223,7 @@ test_pcs_free_pool(PG_FUNCTION_ARGS)
 	 * every page that moved leaves one.
 	 */
 	for (uint32 i = 0; i < 5000; i++)
-		pcs_free_units(&key, shift, 100000 + 10 * i, 1 + i % 8, true, false, -1);
+		pcs_free_units(&key, hdr, 100000 + 10 * i, 1 + i % 8, true, false, -1);
 	for (uint32 i = 0; i < 5000; i++)
 	{
 		uint32		count = 1 + (4999 - i) % 8;
@@ -234,7 +253,7 @@ test_pcs_free_pool(PG_FUNCTION_ARGS)
 
 			for (int i = 0; i < 2 * runs_per_mb; i++)
 			{
-				if (pcs_free_units(&key, shift,
+				if (pcs_free_units(&key, hdr,
 								   200000 + round * 100000 + run * (uint32) i,
 								   run, false, false, -1))
 				{
@@ -256,7 +275,7 @@ test_pcs_free_pool(PG_FUNCTION_ARGS)
 		}
 		/* freed while the segment is not written with an fsync: no request */
 		test_expect("units reusable at once never ask for an fsync",
-					pcs_free_units(&key, shift, 900000, PCS_MAX_UNITS, true,
+					pcs_free_units(&key, hdr, 900000, PCS_MAX_UNITS, true,
 								   false, -1), false);
 		checks++;
 		(void) test_claim(&key, PCS_MAX_UNITS);
@@ -268,12 +287,12 @@ test_pcs_free_pool(PG_FUNCTION_ARGS)
 	 */
 	pcs_free_usage(&pool_runs, &kept_before, &forgotten_before);
 	for (int32 i = 0; i < pool_runs - kept_before + 10; i++)
-		pcs_free_units(&key, shift, 2 * (uint32) i + 1000000, 1, true, false, -1);
+		pcs_free_units(&key, hdr, 2 * (uint32) i + 1000000, 1, true, false, -1);
 	pcs_free_usage(&pool_runs, &kept, &forgotten);
 	test_expect("the pool is full", kept, pool_runs);
 	test_expect("the runs past its size were forgotten",
 				(int64) (forgotten - forgotten_before), 10);
-	pcs_free_units(&key, shift, 5000000, 40, true, false, -1);
+	pcs_free_units(&key, hdr, 5000000, 40, true, false, -1);
 	pcs_free_usage(&pool_runs, &kept, &forgotten);
 	test_expect("a larger run took the place of a smaller one",
 				(int64) (forgotten - forgotten_before), 11);
@@ -312,7 +331,7 @@ test_runs_of_relations(PcsFreeKey *key, RelFileNumber first, int32 n,
 	{
 		key->rlocator.relNumber = first + i;
 		if (keep)
-			pcs_free_units(key, PCS_UNIT_SHIFT, 1000, 4, true, false, -1);
+			pcs_free_units(key, test_pcs_header(), 1000, 4, true, false, -1);
 		else
 			pcs_forget_fork(key->rlocator, MAIN_FORKNUM);
 	}

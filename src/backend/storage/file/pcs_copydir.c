@@ -78,7 +78,7 @@ pcs_copy_write_chunk(int dstfd, const char *tofile, const char *buf,
 {
 	PcsCopyTarget target = {dstfd, tofile};
 
-	pcs_copy_sparse(buf, nbytes, offset, pcs_copy_write, &target);
+	pcs_copy_sparse(buf, nbytes, offset, PCS_V5_DATA_OFFSET, pcs_copy_write, &target);
 }
 
 /* Give the copy the length of its original: it may end in a hole */
@@ -136,11 +136,11 @@ static void
 pcs_clone_map(int srcfd, int dstfd, const char *fromfile,
 			  const char *tofile, off_t length)
 {
-	off_t		map_end = Min(length, PCS_DATA_OFFSET);
+	off_t		map_end = Min(length, PCS_V4_DATA_OFFSET);
 	off_t		data;
 	off_t		hole;
 
-	for (off_t pos = PCS_MAP_OFFSET;
+	for (off_t pos = PCS_V4_MAP_OFFSET;
 		 pcs_next_data_range(srcfd, pos, map_end, &data, &hole);
 		 pos = hole)
 		pcs_clone_range(srcfd, dstfd, fromfile, tofile, data, hole);
@@ -187,10 +187,10 @@ pcs_clone_file(const char *fromfile, const char *tofile)
 
 	/* the header, the map's parts that hold data, the data area whole */
 	pcs_clone_range(srcfd, dstfd, fromfile, tofile, 0,
-					Min(st.st_size, PCS_MAP_OFFSET));
+					Min(st.st_size, PCS_V4_MAP_OFFSET));
 	pcs_clone_map(srcfd, dstfd, fromfile, tofile, st.st_size);
-	if (st.st_size > PCS_DATA_OFFSET)
-		pcs_clone_range(srcfd, dstfd, fromfile, tofile, PCS_DATA_OFFSET,
+	if (st.st_size > PCS_V4_DATA_OFFSET)
+		pcs_clone_range(srcfd, dstfd, fromfile, tofile, PCS_V4_DATA_OFFSET,
 						st.st_size);
 	pcs_copy_finish(dstfd, tofile, st.st_size);
 

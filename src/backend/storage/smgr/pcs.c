@@ -89,8 +89,8 @@ pcs_block_corrupt(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
  * Before the first extension of a fork found empty, make an all-zero
  * segment 0 (pcs_segment0_is_blank()) empty again, so that md.c
  * extends it from its first byte: written at md offsets over a file of
- * PCS_DATA_OFFSET bytes, its blocks would come after 256 zero pages that
- * nobody wrote.  The caller holds the relation's extension lock, or is the
+ * a header's (or version 4's data area's) length, its blocks would come
+ * after zero pages that nobody wrote.  The caller holds the relation's extension lock, or is the
  * startup process; a reader that looks at the file meanwhile sees an empty
  * fork either way.
  */
@@ -130,7 +130,9 @@ int
 pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 {
 	char	   *path = PGSTRATA_RELPATH(reln->smgr_rlocator, forknum);
+	char		head[offsetof(PcsHeader, version) + sizeof(uint32)];
 	uint64		magic = 0;
+	uint32		version = 0;
 	int			fd;
 	int			nread;
 	struct stat st;
@@ -146,12 +148,16 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 		pfree(path);
 		return PCS_FORMAT_UNKNOWN;
 	}
-	nread = pg_pread(fd, &magic, sizeof(magic), 0);
+	nread = pg_pread(fd, head, sizeof(head), 0);
 	if (nread < 0 || fstat(fd, &st) < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
 				 errmsg("could not read file \"%s\": %m", path)));
-	blank = nread == sizeof(magic) && magic == 0 &&
+	if (nread >= (int) sizeof(magic))
+		memcpy(&magic, head, sizeof(magic));
+	if (nread >= (int) sizeof(head))
+		memcpy(&version, head + offsetof(PcsHeader, version), sizeof(version));
+	blank = nread >= (int) sizeof(magic) && magic == 0 &&
 		pcs_segment0_is_blank(fd, st.st_size);
 	CloseTransientFile(fd);
 	pfree(path);
@@ -169,25 +175,28 @@ pcs_fork_format(SMgrRelation reln, ForkNumber forknum)
 		return PCS_FORMAT_EMPTY;
 
 	/*
-	 * The same holds a moment later: pcs_init_segment_file() writes the
-	 * header, then sizes the file to its data area.  A file of exactly the
-	 * header's size has no block yet (a crash may also leave one): it counts
-	 * as empty, not as a damaged compressed file.  Any other file shorter
-	 * than the data area is reported as damaged when it is opened.
+	 * The same held a moment later in builds of versions 2 to 4, whose
+	 * pcs_init_segment_file() wrote the header, then sized the file to its
+	 * data area: a file of theirs of exactly the header's size has no block
+	 * yet (a crash may also leave one), and counts as empty, not as a damaged
+	 * compressed file.  Any other file of theirs shorter than the data area
+	 * is reported as damaged when it is opened.  In version 5 the header is
+	 * all a new segment holds.
 	 */
-	if (magic == PCS_MAGIC && st.st_size == PCS_HEADER_SIZE)
+	if (magic == PCS_MAGIC && st.st_size == PCS_HEADER_SIZE &&
+		version >= PCS_FORMAT_VERSION_2 && version <= PCS_FORMAT_VERSION_4)
 		return PCS_FORMAT_EMPTY;
 
 	/*
 	 * And after an operating system crash that kept the file's size and lost
-	 * its header: a file of exactly the data area's size, all zeros
-	 * (pcs_segment0_is_blank()).
+	 * its header: a file of exactly the header's size (version 4's data
+	 * area's), all zeros (pcs_segment0_is_blank()).
 	 */
 	if (blank)
 		return PCS_FORMAT_EMPTY;
 
 	reln->pcs_format[forknum] =
-		(nread == sizeof(magic) && magic == PCS_MAGIC) ?
+		(nread >= (int) sizeof(magic) && magic == PCS_MAGIC) ?
 		PCS_FORMAT_COMPRESSED : PCS_FORMAT_MD;
 	return reln->pcs_format[forknum];
 }
@@ -344,7 +353,7 @@ pcs_read_image(PcsSegment *seg, const PcsMapEntry *entry, uint32 limit,
 	/* a sound entry's image fits the staging block */
 	Assert(entry->stored > 0 && entry->stored <= BLCKSZ);
 	nread = pcs_read_fully(seg, image, entry->stored,
-						   pcs_unit_offset(entry->first_unit, seg->shift));
+						   pcs_unit_offset(seg->header, entry->first_unit));
 	if (nread < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -522,7 +531,7 @@ pcs_read_segment_blocks(SMgrRelation reln, ForkNumber forknum,
 				pcs_entry_check(&item->entry, segblock + i,
 								limit, seg->shift) != PCS_SOUND)
 				continue;
-			item->start = pcs_unit_offset(item->entry.first_unit, seg->shift);
+			item->start = pcs_unit_offset(seg->header, item->entry.first_unit);
 			item->len = item->entry.stored;
 			item->index = i;
 			nitems++;
@@ -720,14 +729,14 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	Assert(len > 0 && len <= BLCKSZ && pcs_units_for(len, seg->shift) <= units);
 	Assert((uint64) first + units <= pcs_unit_limit(seg) || !relocated);
 	if (backing_error != 0 ||
-		FileWrite(seg->vfd, src, len, pcs_unit_offset(first, seg->shift),
+		FileWrite(seg->vfd, src, len, pcs_unit_offset(seg->header, first),
 				  extend ? WAIT_EVENT_DATA_FILE_EXTEND : WAIT_EVENT_DATA_FILE_WRITE) != len)
 	{
 		int			save_errno = backing_error != 0 ? backing_error : errno;
 
 		/* units claimed from the pool go back: no entry points to them */
 		if (reused)
-			pcs_free_units(&key, seg->shift, first, units, true, false, -1);
+			pcs_free_units(&key, seg->header, first, units, true, false, -1);
 		errno = save_errno;
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -753,7 +762,7 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 	if (relocated && old_sound)
 	{
 		/* key was filled in when fresh units were sought */
-		sync_early = pcs_free_units(&key, seg->shift, old.first_unit,
+		sync_early = pcs_free_units(&key, seg->header, old.first_unit,
 									old.units, SmgrIsTemp(reln), false,
 									seg->vfd);
 	}
@@ -783,8 +792,9 @@ pcs_write_block(SMgrRelation reln, ForkNumber forknum, BlockNumber blkno,
 
 /*
  * The size of a file as size functions report it: for a compressed segment
- * the bytes the file system allocated to it (its map is mostly a hole, and
- * its data area is the point), for any other file its length.
+ * the bytes the file system allocated to it (the map of versions 2 to 4 is
+ * mostly a hole, and its data area is the point), for any other file its
+ * length.
  */
 off_t
 pcs_file_size(const char *path, const struct stat *st)
@@ -792,7 +802,7 @@ pcs_file_size(const char *path, const struct stat *st)
 	uint64		magic = 0;
 	int			fd;
 
-	if (!S_ISREG(st->st_mode) || st->st_size < PCS_DATA_OFFSET)
+	if (!S_ISREG(st->st_mode) || st->st_size < PCS_HEADER_SIZE)
 		return st->st_size;
 
 	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
@@ -886,6 +896,15 @@ pcs_segment_view(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	view->shift = seg->shift;
 	view->physical_bytes = fstat(FileGetRawDesc(seg->vfd), &st) == 0 ?
 		(uint64) st.st_blocks * 512 : 0;
+	view->map_units = 0;
+	for (int page = 0; pcs_header_has_directory(seg->header) &&
+		 page < PCS_MAP_PAGES; page++)
+	{
+		uint32		unit;
+
+		if (pcs_map_page_lookup(seg, page, true, &unit) > 0)
+			view->map_units += pcs_map_page_units(seg->shift);
+	}
 	return true;
 }
 
@@ -1057,7 +1076,7 @@ pcs_prefetch(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 		entry = pcs_map_entry(seg, blkno % RELSEG_SIZE);
 		if (pcs_entry_is_empty(&entry))
 			continue;
-		start = pcs_unit_offset(entry.first_unit, seg->shift);
+		start = pcs_unit_offset(seg->header, entry.first_unit);
 		if (seg == runseg && start >= runstart &&
 			start <= runend + PCS_COALESCE_GAP)
 		{

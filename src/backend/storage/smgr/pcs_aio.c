@@ -370,13 +370,12 @@ pcs_aio_in_file(PcsSegment *seg, uint64 end)
 {
 	off_t		size;
 
-	if (end <= PCS_DATA_OFFSET + ((uint64) seg->capacity << seg->shift))
+	if (end <= pcs_unit_offset(seg->header, seg->capacity))
 		return true;
 	size = FileSize(seg->vfd);
 	if (size < 0)
 		return false;
-	seg->capacity = Max(seg->capacity,
-						(uint32) ((size - PCS_DATA_OFFSET) >> seg->shift));
+	seg->capacity = Max(seg->capacity, pcs_seg_units_below(seg, size));
 	return end <= (uint64) size;
 }
 
@@ -435,7 +434,7 @@ pcs_aio_plan(PcsSegment *seg, BlockNumber segblock, int maxblocks,
 		}
 		else
 		{
-			uint64		off = pcs_unit_offset(entry.first_unit, seg->shift);
+			uint64		off = pcs_unit_offset(seg->header, entry.first_unit);
 			int			number = pcs_entry_dictionary(entry.flags);
 
 			if (i == 0)
@@ -532,7 +531,7 @@ pcs_aio_raw_run(PcsSegment *seg, ForkNumber forknum, BlockNumber segblock,
 			(entry.flags & PCS_ENTRY_RAW) == 0)
 			break;
 		Assert(entry.stored == BLCKSZ);
-		off = pcs_unit_offset(entry.first_unit, seg->shift);
+		off = pcs_unit_offset(seg->header, entry.first_unit);
 		if (n == 0)
 		{
 			/* smgr_aio_reopen() takes the offset as 32 bits */
@@ -772,7 +771,7 @@ pcs_fd(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 
 	seg = pcs_aio_segment(reln, forknum, blocknum);
 	entry = pcs_map_entry(seg, blocknum % RELSEG_SIZE);
-	*off = (uint32) pcs_unit_offset(entry.first_unit, seg->shift);
+	*off = (uint32) pcs_unit_offset(seg->header, entry.first_unit);
 	return FileGetRawDesc(seg->vfd);
 }
 

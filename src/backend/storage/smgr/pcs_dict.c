@@ -90,7 +90,7 @@ pcs_seg_dictionary_bytes(PcsSegment *seg, int number, PcsDictRecord *record,
 
 	*bytes = palloc(record->bytes);
 	nread = pcs_read_fully(seg, *bytes, record->bytes,
-						   pcs_unit_offset(record->first_unit, seg->shift));
+						   pcs_unit_offset(seg->header, record->first_unit));
 	if (nread < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -447,7 +447,7 @@ pcs_install_dictionary(SMgrRelation reln, ForkNumber forknum,
 		PcsDictRecord record;
 		uint64		expected = installing;
 
-		if (FileWrite(seg->vfd, bytes, len, pcs_unit_offset(first, seg->shift),
+		if (FileWrite(seg->vfd, bytes, len, pcs_unit_offset(seg->header, first),
 					  WAIT_EVENT_DATA_FILE_WRITE) != len)
 			ereport(ERROR,
 					(errcode_for_file_access(),

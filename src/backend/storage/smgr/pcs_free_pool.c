@@ -136,6 +136,7 @@ typedef struct PcsFreeEntry
 {
 	PcsFreeKey	key;			/* hash key: must be first */
 	int			shift;			/* log2 of the segment's unit size */
+	uint32		data_offset;	/* where its data area begins in the file */
 	int			nruns;			/* runs in its lists */
 	int			added;			/* runs added since the lists were tidied */
 	uint64		synced;			/* the clock when its last fsync began */
@@ -499,11 +500,14 @@ pcs_free_sort(int32 chain)
  * segment's).  A file system that cannot punch holes keeps them.
  */
 static void
-pcs_free_punch_range(int shift, uint32 first, uint32 count, File file)
+pcs_free_punch_range(int shift, uint32 data_offset, uint32 first,
+					 uint32 count, File file)
 {
-	off_t		start = TYPEALIGN(PCS_PUNCH_PAGE, pcs_unit_offset(first, shift));
+	off_t		start = TYPEALIGN(PCS_PUNCH_PAGE,
+								  data_offset + ((off_t) first << shift));
 	off_t		end = TYPEALIGN_DOWN(PCS_PUNCH_PAGE,
-									 pcs_unit_offset(first + count, shift));
+									 data_offset +
+									 ((off_t) (first + count) << shift));
 
 #if defined(FALLOC_FL_PUNCH_HOLE) && defined(FALLOC_FL_KEEP_SIZE)
 	if (end > start && file >= 0 && FileSize(file) >= 0)
@@ -524,7 +528,8 @@ pcs_free_punch_run(PcsFreeEntry *entry, PcsFreeRun *r, File file)
 {
 	if (r->punched || file < 0 || !pcs_free_run_ready(entry, r))
 		return;
-	pcs_free_punch_range(entry->shift, r->first, r->count, file);
+	pcs_free_punch_range(entry->shift, entry->data_offset, r->first,
+						 r->count, file);
 	r->punched = true;
 }
 
@@ -665,21 +670,25 @@ pcs_free_drop_entry(PcsFreeEntry *entry, uint32 hashcode)
  * exclusively; NULL if the table is full.
  */
 static PcsFreeEntry *
-pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift)
+pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift,
+			   uint32 data_offset)
 {
 	PcsFreeEntry *entry;
 	bool		found;
+	bool		relaid;
 
 	entry = hash_search_with_hash_value(PcsFreeTable, key, hashcode,
 										HASH_ENTER_NULL, &found);
 	if (entry == NULL)
 		return NULL;
-	if (found && entry->shift != shift)
+	relaid = found &&
+		(entry->shift != shift || entry->data_offset != data_offset);
+	if (relaid)
 	{
-		/* a file of another unit size: what was kept is not its units */
+		/* a file of another layout: what was kept is not its units */
 		pcs_free_release(entry);
 	}
-	if (!found || entry->shift != shift)
+	if (!found || relaid)
 	{
 		if (!found)
 		{
@@ -687,6 +696,7 @@ pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift)
 			pg_atomic_fetch_add_u32(pcs_free_filter(&key->rlocator), 1);
 		}
 		entry->shift = shift;
+		entry->data_offset = data_offset;
 		entry->synced = 0;
 		entry->added = 0;
 		entry->waiting = 0;
@@ -722,9 +732,11 @@ pcs_free_entry(const PcsFreeKey *key, uint32 hashcode, int shift)
  * nor raises an ERROR.
  */
 bool
-pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
-			   bool reuse_now, bool give_back_now, File file)
+pcs_free_units(const PcsFreeKey *key, const PcsHeader *header, uint32 first,
+			   uint32 count, bool reuse_now, bool give_back_now, File file)
 {
+	int			shift = header->unit_shift;
+	uint32		data_offset = (uint32) pcs_data_offset(header);
 	uint32		hashcode;
 	LWLock	   *lock;
 	PcsFreeEntry *entry;
@@ -752,7 +764,7 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 	 */
 	punched = (give_back_now || reuse_now) && file >= 0;
 	if (punched)
-		pcs_free_punch_range(shift, first, count, file);
+		pcs_free_punch_range(shift, data_offset, first, count, file);
 
 	hashcode = get_hash_value(PcsFreeTable, key);
 	lock = pcs_free_lock(hashcode);
@@ -767,7 +779,7 @@ pcs_free_units(const PcsFreeKey *key, int shift, uint32 first, uint32 count,
 	if (!reuse_now)
 		clock = pg_atomic_read_u64(&PcsFree->clock);
 
-	entry = pcs_free_entry(key, hashcode, shift);
+	entry = pcs_free_entry(key, hashcode, shift, data_offset);
 	if (entry != NULL)
 	{
 		pcs_free_add_run(entry, first, count, clock, punched, file);
@@ -911,9 +923,10 @@ pcs_claim_units(const PcsFreeKey *key, uint32 count, uint32 *first)
  * early (pcs_free_want_sync()).
  */
 bool
-pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
-				 int nruns)
+pcs_free_publish(const PcsFreeKey *key, const PcsHeader *header,
+				 const PcsUnitRun *runs, int nruns)
 {
+	int			shift = header->unit_shift;
 	uint32		hashcode = get_hash_value(PcsFreeTable, key);
 	LWLock	   *lock = pcs_free_lock(hashcode);
 	PcsFreeEntry *entry;
@@ -923,7 +936,8 @@ pcs_free_publish(const PcsFreeKey *key, int shift, const PcsUnitRun *runs,
 	LWLockAcquire(lock, LW_EXCLUSIVE);
 	/* read under the lock, as pcs_free_units() reads it; fsync = off: now */
 	clock = enableFsync ? pg_atomic_read_u64(&PcsFree->clock) : 0;
-	entry = pcs_free_entry(key, hashcode, shift);
+	entry = pcs_free_entry(key, hashcode, shift,
+						   (uint32) pcs_data_offset(header));
 	if (entry != NULL)
 	{
 		uint64		waiting = 0;

@@ -105,9 +105,11 @@ pcs_meta_word_lock(const PcsFreeKey *key)
 
 /*
  * Read (or, with write, write) len bytes of a segment's header or map at
- * offset: 0, or -1 with errno set, or for a read that ends early (the
- * header and map lie below PCS_DATA_OFFSET, which every segment file
- * reaches from its creation) -2 and the bytes read in *done.  Raises
+ * offset: 0, or -1 with errno set, or for a read that ends early -2 and the
+ * bytes read in *done (the header lies in every segment file from its
+ * creation on, and so does the map of versions 2 to 4, below their data
+ * area; version 5's directory and map pages may lie past the end of the
+ * file, pcs_meta_read_or_zeros()).  Raises
  * nothing, so that the shared words' lock is released before the caller
  * raises the error (pcs_meta_failed()): an ERROR with an LWLock held would
  * keep it until error recovery, and a PG_CATCH block that touched the same
@@ -117,7 +119,7 @@ static int
 pcs_meta_io(PcsSegment *seg, void *buf, int len, off_t offset, bool write,
 			int *done)
 {
-	Assert(offset >= 0 && offset + len <= PCS_DATA_OFFSET);
+	Assert(offset >= 0 && len > 0);
 	*done = 0;
 	if (!write)
 	{
@@ -179,6 +181,29 @@ pcs_meta_read(PcsSegment *seg, void *buf, int len, off_t offset)
 	int			done;
 	int			ret = pcs_meta_io(seg, buf, len, offset, false, &done);
 
+	pcs_meta_failed(seg, ret, len, offset, false, done);
+}
+
+/*
+ * Read len bytes of version 5's directory or map pages at offset into buf,
+ * or an ERROR; what lies past the end of the file reads as zeros.  A new
+ * segment's file ends with its header, and its directory gets storage when
+ * the first map page is made; after an operating system crash, a map page
+ * whose directory slot reached disk may lie past the end of a file whose
+ * growth did not (nothing was written into it then, so zeros are what it
+ * held).
+ */
+static void
+pcs_meta_read_or_zeros(PcsSegment *seg, void *buf, int len, off_t offset)
+{
+	int			done;
+	int			ret = pcs_meta_io(seg, buf, len, offset, false, &done);
+
+	if (ret == -2)
+	{
+		memset((char *) buf + done, 0, len - done);
+		ret = 0;
+	}
 	pcs_meta_failed(seg, ret, len, offset, false, done);
 }
 
@@ -273,16 +298,15 @@ pcs_word_write(PcsSegment *seg, pg_atomic_uint64 *word, uint64 value)
 }
 
 /*
- * Set a shared word of a segment to value if it holds *expected, and return
- * true; else set *expected to what it holds and return false.  As
- * pg_atomic_compare_exchange_u64() did on the mapped word.
+ * Set the 64-bit word at offset of a segment to value if it holds *expected,
+ * and return true; else set *expected to what it holds and return false;
+ * *current is set to what the word holds afterwards.  Under the exclusive
+ * lock of the segment's words, as every change of them.
  */
-bool
-pcs_word_compare_exchange(PcsSegment *seg, pg_atomic_uint64 *word,
-						  uint64 *expected, uint64 value)
+static bool
+pcs_meta_compare_exchange(PcsSegment *seg, off_t offset, uint64 *expected,
+						  uint64 value, uint64 *current)
 {
-	off_t		offset = pcs_word_offset(seg, word);
-	uint64		current;
 	bool		swapped = false;
 	bool		write = false;
 	int			done;
@@ -290,14 +314,21 @@ pcs_word_compare_exchange(PcsSegment *seg, pg_atomic_uint64 *word,
 	int			save_errno;
 
 	LWLockAcquire(seg->word_lock, LW_EXCLUSIVE);
-	ret = pcs_meta_io(seg, &current, sizeof(current), offset, false, &done);
-	if (ret == 0 && current == *expected)
+	ret = pcs_meta_io(seg, current, sizeof(uint64), offset, false, &done);
+	/* a word past the end of the file (version 5's directory) is zeros */
+	if (ret == -2 && done == 0 && pcs_header_has_directory(seg->header) &&
+		offset >= PCS_DIRECTORY_OFFSET)
+	{
+		*current = 0;
+		ret = 0;
+	}
+	if (ret == 0 && *current == *expected)
 	{
 		write = true;
 		ret = pcs_meta_io(seg, &value, sizeof(value), offset, true, &done);
 		if (ret == 0)
 		{
-			current = value;
+			*current = value;
 			swapped = true;
 		}
 	}
@@ -306,16 +337,154 @@ pcs_word_compare_exchange(PcsSegment *seg, pg_atomic_uint64 *word,
 	errno = save_errno;
 	pcs_meta_failed(seg, ret, sizeof(uint64), offset, write, done);
 
-	pg_atomic_write_u64(word, current);
 	if (!swapped)
-		*expected = current;
+		*expected = *current;
 	return swapped;
+}
+
+/*
+ * Set a shared word of a segment to value if it holds *expected, and return
+ * true; else set *expected to what it holds and return false.  As
+ * pg_atomic_compare_exchange_u64() did on the mapped word.
+ */
+bool
+pcs_word_compare_exchange(PcsSegment *seg, pg_atomic_uint64 *word,
+						  uint64 *expected, uint64 value)
+{
+	uint64		current;
+	bool		swapped;
+
+	swapped = pcs_meta_compare_exchange(seg, pcs_word_offset(seg, word),
+										expected, value, &current);
+	pg_atomic_write_u64(word, current);
+	return swapped;
+}
+
+/*
+ * Read the directory of a version 5 segment into directory, with one read
+ * and without the lock: a slot read while it is set may be torn, which
+ * fails its check, and callers read such a slot again under the lock
+ * (pcs_map_page_lookup()) before they take it for damage
+ */
+void
+pcs_directory_read(PcsSegment *seg, PcsDirectory *directory)
+{
+	Assert(pcs_header_has_directory(seg->header));
+	pcs_meta_read_or_zeros(seg, directory, sizeof(PcsDirectory),
+						   PCS_DIRECTORY_OFFSET);
+}
+
+/* Directory slot page of a version 5 segment, read with or without the lock */
+static uint64
+pcs_directory_slot_read(PcsSegment *seg, int page, bool locked)
+{
+	off_t		offset = PCS_DIRECTORY_OFFSET + (off_t) page * sizeof(uint64);
+	uint64		word = 0;
+	int			done;
+	int			ret;
+	int			save_errno;
+
+	Assert(page >= 0 && page < PCS_MAP_PAGES);
+	if (locked)
+		LWLockAcquire(seg->word_lock, LW_SHARED);
+	ret = pcs_meta_io(seg, &word, sizeof(word), offset, false, &done);
+	save_errno = errno;
+	if (locked)
+		LWLockRelease(seg->word_lock);
+	errno = save_errno;
+	/* past the end of the file: no page (pcs_meta_read_or_zeros()) */
+	if (ret == -2)
+	{
+		memset((char *) &word + done, 0, sizeof(word) - done);
+		ret = 0;
+	}
+	pcs_meta_failed(seg, ret, sizeof(word), offset, false, done);
+	return word;
+}
+
+/*
+ * Set directory slot page of a version 5 segment to value if it holds
+ * *expected (zeros: no page yet); else set *expected to what it holds and
+ * return false
+ */
+bool
+pcs_directory_slot_set(PcsSegment *seg, int page, uint64 *expected,
+					   uint64 value)
+{
+	uint64		current;
+
+	Assert(page >= 0 && page < PCS_MAP_PAGES);
+	return pcs_meta_compare_exchange(seg,
+									 PCS_DIRECTORY_OFFSET +
+									 (off_t) page * sizeof(uint64),
+									 expected, value, &current);
+}
+
+/* Remember that map page page of a version 5 segment begins at unit */
+void
+pcs_map_page_remember(PcsSegment *seg, int page, uint32 unit)
+{
+	Assert(page >= 0 && page < PCS_MAP_PAGES);
+	if (seg->map_pages == NULL)
+		seg->map_pages = MemoryContextAllocZero(PcsCxt,
+												PCS_MAP_PAGES * sizeof(uint32));
+	seg->map_pages[page] = unit + 1;
+}
+
+/*
+ * Where map page page of a version 5 segment lies: 1 and its first unit in
+ * *unit if it exists, 0 if it does not (its entries are all empty).  A slot
+ * that fails its check is read again under the lock (a read may have met
+ * its store half done); if it still fails, the page's entries are unknown:
+ * an ERROR, or with tolerate -1.  A page found is remembered for the life
+ * of the process: in this build a slot changes only from zeros to a page.
+ */
+int
+pcs_map_page_lookup(PcsSegment *seg, int page, bool tolerate, uint32 *unit)
+{
+	PcsProblem	problem = PCS_SOUND;
+	bool		present = false;
+
+	Assert(pcs_header_has_directory(seg->header));
+	Assert(page >= 0 && page < PCS_MAP_PAGES);
+	if (likely(seg->map_pages != NULL && seg->map_pages[page] != 0))
+	{
+		*unit = seg->map_pages[page] - 1;
+		return 1;
+	}
+	for (int tries = 0; tries < 2; tries++)
+	{
+		uint64		word = pcs_directory_slot_read(seg, page, tries > 0);
+
+		problem = pcs_directory_decode(seg->header, seg->segno, page, word,
+									   &present, unit);
+		if (problem == PCS_SOUND)
+			break;
+	}
+	if (problem != PCS_SOUND)
+	{
+		if (tolerate)
+			return -1;
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid map directory slot %d in compressed segment file \"%s\"",
+						page, FilePathName(seg->vfd)),
+				 errdetail("%s  The map page holds the entries of blocks %u to %u of the segment.",
+						   _(pcs_problem_message(problem)),
+						   (BlockNumber) page * PCS_MAP_PAGE_ENTRIES,
+						   (BlockNumber) (page + 1) * PCS_MAP_PAGE_ENTRIES - 1)));
+	}
+	if (!present)
+		return 0;
+	pcs_map_page_remember(seg, page, *unit);
+	return 1;
 }
 
 /*
  * The map entry of block segblock of a segment.  A part of the map that is
  * a hole reads as zeros, an empty entry; reading it allocates nothing, on
- * tmpfs either (which a read through the mapping did).
+ * tmpfs either (which a read through the mapping did).  In version 5, an
+ * entry of a map page that does not exist is empty.
  */
 PcsMapEntry
 pcs_map_entry(PcsSegment *seg, BlockNumber segblock)
@@ -323,6 +492,22 @@ pcs_map_entry(PcsSegment *seg, BlockNumber segblock)
 	PcsMapEntry entry;
 
 	Assert(segblock < RELSEG_SIZE);
+	if (segblock >= pcs_header_entries(seg->header) &&
+		pcs_header_has_directory(seg->header))
+	{
+		uint32		unit;
+
+		if (pcs_map_page_lookup(seg, pcs_map_page_of(segblock), false,
+								&unit) == 0)
+		{
+			memset(&entry, 0, sizeof(entry));
+			return entry;
+		}
+		pcs_meta_read_or_zeros(seg, &entry, sizeof(entry),
+							   pcs_map_page_entry_offset(seg->header, unit,
+														 segblock));
+		return entry;
+	}
 	pcs_meta_read(seg, &entry, sizeof(entry),
 				  pcs_entry_offset(seg->header, segblock));
 	return entry;
@@ -330,13 +515,16 @@ pcs_map_entry(PcsSegment *seg, BlockNumber segblock)
 
 /*
  * The map entries of blocks [from, from + n) of a segment, into entries:
- * one read, or two where the range crosses the end of the header's entries
+ * one read, or one more where the range crosses the end of the header's
+ * entries or, in version 5, of a map page.  A damaged directory slot of a
+ * version 5 map page in the range is an ERROR (pcs_map_page_lookup()).
  */
 void
 pcs_map_entries(PcsSegment *seg, BlockNumber from, int n,
 				PcsMapEntry *entries)
 {
 	BlockNumber in_header = pcs_header_entries(seg->header);
+	uint32		unit;
 
 	Assert(n > 0 && from + n <= RELSEG_SIZE);
 	if (from < in_header && from + n > in_header)
@@ -347,19 +535,58 @@ pcs_map_entries(PcsSegment *seg, BlockNumber from, int n,
 		pcs_map_entries(seg, in_header, n - first, entries + first);
 		return;
 	}
-	pcs_meta_read(seg, entries, n * sizeof(PcsMapEntry),
-				  pcs_entry_offset(seg->header, from));
+	if (from < in_header || !pcs_header_has_directory(seg->header))
+	{
+		pcs_meta_read(seg, entries, n * sizeof(PcsMapEntry),
+					  pcs_entry_offset(seg->header, from));
+		return;
+	}
+	/* version 5: one map page at a time */
+	while (n > 0)
+	{
+		int			page = pcs_map_page_of(from);
+		int			here = Min(n, (int) ((page + 1) * PCS_MAP_PAGE_ENTRIES - from));
+
+		if (pcs_map_page_lookup(seg, page, false, &unit) == 0)
+			memset(entries, 0, here * sizeof(PcsMapEntry));
+		else
+			pcs_meta_read_or_zeros(seg, entries, here * sizeof(PcsMapEntry),
+								   pcs_map_page_entry_offset(seg->header,
+															 unit, from));
+		from += here;
+		entries += here;
+		n -= here;
+	}
 }
 
 /*
  * Store the map entry of block segblock of a segment.  Its part of the map
- * has storage (pcs_map_chunk_ready()), unless the entry is empty, which
- * only ever replaces one that is not.
+ * has storage, and in version 5 its map page exists (pcs_map_chunk_ready()),
+ * unless the entry is empty, which only ever replaces one that is not: an
+ * empty entry needs no store where there is no page.
  */
 void
 pcs_map_store(PcsSegment *seg, BlockNumber segblock, const PcsMapEntry *entry)
 {
 	Assert(segblock < RELSEG_SIZE);
+	if (segblock >= pcs_header_entries(seg->header) &&
+		pcs_header_has_directory(seg->header))
+	{
+		uint32		unit;
+
+		if (pcs_map_page_lookup(seg, pcs_map_page_of(segblock), false,
+								&unit) == 0)
+		{
+			if (!pcs_entry_is_empty(entry))
+				elog(ERROR, "map page %d of compressed segment file \"%s\" does not exist",
+					 pcs_map_page_of(segblock), FilePathName(seg->vfd));
+			return;
+		}
+		pcs_meta_write(seg, entry, sizeof(PcsMapEntry),
+					   pcs_map_page_entry_offset(seg->header, unit,
+												 segblock));
+		return;
+	}
 	pcs_meta_write(seg, entry, sizeof(PcsMapEntry),
 				   pcs_entry_offset(seg->header, segblock));
 }

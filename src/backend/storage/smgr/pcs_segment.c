@@ -160,10 +160,7 @@ pcs_register_dirty(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 		pcs_sync_now(reln, forknum, seg, WAIT_EVENT_DATA_FILE_SYNC);
 }
 
-/*
- * Write the header block of new segment segno and size the file to its data
- * area
- */
+/* Write the header block of new segment segno */
 void
 pcs_init_segment_file(File vfd, BlockNumber segno, PcsAlgorithm algorithm,
 					  int level, bool sync)
@@ -181,11 +178,11 @@ pcs_init_segment_file(File vfd, BlockNumber segno, PcsAlgorithm algorithm,
 	/* readers may find segment 0 this way: see pcs_fork_format() */
 	if (segno == 0)
 		PGSTRATA_INJECTION_POINT("pcs-create-after-header");
-	/* the map stays a hole until entries are written */
-	if (FileTruncate(vfd, PCS_DATA_OFFSET, WAIT_EVENT_DATA_FILE_TRUNCATE) < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not extend file \"%s\": %m", FilePathName(vfd))));
+
+	/*
+	 * Nothing follows the header yet: the directory gets storage with the
+	 * first map page, the data area with the first image (version 5).
+	 */
 
 	/*
 	 * The header must be durable before any page written into the file can
@@ -201,34 +198,37 @@ pcs_init_segment_file(File vfd, BlockNumber segno, PcsAlgorithm algorithm,
  * Is segment file segno > 0 of this size one whose creation never completed?
  *
  * A segment past the first is created by opening it with O_CREAT, writing
- * its header, sizing it to its data area and fsyncing it, before anything
- * else is written into it (pcs_init_segment_file()).  A crash, of the server
- * or of the operating system, can stop that at any point, and leave a file
- * that is empty, shorter than the data area, or as long as the data area
- * with a header that never reached disk; a base backup taken meanwhile copies
- * the same.  Such a file holds no block: it reads as a segment with no
+ * its header and fsyncing it, before anything else is written into it
+ * (pcs_init_segment_file(); builds of versions 2 to 4 also sized it to
+ * their data area).  A crash, of the server or of the operating system, can
+ * stop that at any point, and leave a file that is empty, shorter than the
+ * header, or as long as the header (or version 4's data area) with a header
+ * that never reached disk; a base backup taken meanwhile copies the same.
+ * A version 4 file shorter than its data area never had its size made
+ * durable.  Such a file holds no block: it reads as a segment with no
  * blocks, as an empty md segment does, and its next extension writes the
- * header again.  A file longer than its data area had its header made
- * durable first, so a blank header there is damage, reported as such.
+ * header again.  A longer file had its header made durable first, so a
+ * blank header there is damage, reported as such.
  */
 static bool
 pcs_segment_is_unfinished(File vfd, BlockNumber segno, off_t size)
 {
 	char		head[PCS_SECTOR_SIZE];
+	uint32		version;
+	bool		blank = true;
 
 	Assert(segno > 0);
-	if (size < PCS_DATA_OFFSET)
+	if (size < PCS_HEADER_SIZE)
 		return true;
-	if (size > PCS_DATA_OFFSET)
-		return false;
 	if (FileRead(vfd, head, sizeof(head), 0, WAIT_EVENT_DATA_FILE_READ) != sizeof(head))
 		return false;			/* let the header check report it */
-	for (int i = 0; i < sizeof(head); i++)
-	{
-		if (head[i] != 0)
-			return false;
-	}
-	return true;
+	for (int i = 0; i < sizeof(head) && blank; i++)
+		blank = head[i] == 0;
+	if (blank)
+		return size == PCS_HEADER_SIZE || size == PCS_V4_DATA_OFFSET;
+	memcpy(&version, head + offsetof(PcsHeader, version), sizeof(version));
+	return version >= PCS_FORMAT_VERSION_2 &&
+		version <= PCS_FORMAT_VERSION_4 && size < PCS_V4_DATA_OFFSET;
 }
 
 /*
@@ -316,6 +316,37 @@ pcs_read_header(PcsSegment *seg)
 	seg->header = header;
 	seg->shift = header->unit_shift;
 	Assert(seg->shift == PCS_UNIT_SHIFT || seg->shift == PCS_V2_UNIT_SHIFT);
+}
+
+/*
+ * Raise the ERROR of a segment file of size bytes, open as vfd, that is
+ * shorter than min; with close, closing the file first (pcs_getseg())
+ */
+static void
+pcs_segment_too_short(File vfd, off_t size, off_t min, bool close)
+{
+	char	   *name = pstrdup(FilePathName(vfd));
+
+	if (close)
+		FileClose(vfd);
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("compressed segment file \"%s\" is too short", name),
+			 errdetail("The file has %lld bytes; a compressed segment of its format has at least %lld.",
+					   (long long) size, (long long) min)));
+}
+
+/*
+ * The units of a segment's data area that a file of size bytes holds
+ * whole; none while it ends before its data area (version 5: a file is its
+ * header until the first image is written)
+ */
+uint32
+pcs_seg_units_below(PcsSegment *seg, off_t size)
+{
+	off_t		data = pcs_data_offset(seg->header);
+
+	return size <= data ? 0 : (uint32) ((size - data) >> seg->shift);
 }
 
 /* Remember segment seg as number segno of a fork of reln */
@@ -418,19 +449,10 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
-		size = PCS_DATA_OFFSET;
+		size = PCS_HEADER_SIZE;
 	}
-	else if (size < PCS_DATA_OFFSET)
-	{
-		char	   *name = pstrdup(FilePathName(vfd));
-
-		FileClose(vfd);
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("compressed segment file \"%s\" is too short", name),
-				 errdetail("The file has %lld bytes; a compressed segment has at least %lld.",
-						   (long long) size, (long long) PCS_DATA_OFFSET)));
-	}
+	else if (size < PCS_HEADER_SIZE)
+		pcs_segment_too_short(vfd, size, PCS_HEADER_SIZE, true);
 
 	if (PcsCxt == NULL)
 	{
@@ -453,6 +475,11 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	PG_TRY();
 	{
 		pcs_read_header(seg);
+		/* versions 2 to 4 size the file to their data area at creation */
+		if (!pcs_header_has_directory(seg->header) &&
+			size < pcs_data_offset(seg->header))
+			pcs_segment_too_short(vfd, size, pcs_data_offset(seg->header),
+								  false);
 		seg->alloc_seen = pcs_word_read(seg, pcs_header_alloc(seg->header));
 	}
 	PG_CATCH();
@@ -462,7 +489,7 @@ pcs_getseg(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	seg->capacity = (uint32) ((size - PCS_DATA_OFFSET) >> seg->shift);
+	seg->capacity = pcs_seg_units_below(seg, size);
 	pcs_remember_segment(reln, forknum, segno, seg);
 	return seg;
 }
@@ -484,6 +511,8 @@ pcs_close_segments(SMgrRelation reln, ForkNumber forknum)
 			Assert(seg->dicts[n] == NULL);
 		if (seg->sample != NULL)
 			pfree(seg->sample);
+		if (seg->map_pages != NULL)
+			pfree(seg->map_pages);
 		pfree(seg);
 	}
 	if (reln->pcs_segs[forknum] != NULL)
@@ -600,7 +629,7 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit,
 		return;
 
 	size = pcs_file_end(seg);
-	have = (uint32) ((size - PCS_DATA_OFFSET) >> seg->shift);
+	have = pcs_seg_units_below(seg, size);
 	if (limit > have)
 	{
 		int			fd;
@@ -632,11 +661,11 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit,
 		fd = FileGetRawDesc(seg->vfd);
 		for (;;)
 		{
-			ret = pcs_fallocate(fd, pcs_unit_offset(have, seg->shift),
+			ret = pcs_fallocate(fd, pcs_unit_offset(seg->header, have),
 								(off_t) grow << seg->shift);
 			if (ret == EOPNOTSUPP || ret == EINVAL)
 				ret = pcs_grow_by_writing(seg, fd,
-										  pcs_unit_offset(have + grow, seg->shift));
+										  pcs_unit_offset(seg->header, have + grow));
 			if ((ret != ENOSPC && ret != EDQUOT) || !writeback)
 				break;
 			/* a full disk: only what this write needs, from the reserve */
@@ -684,7 +713,7 @@ pcs_seg_back_units(SMgrRelation reln, PcsSegment *seg, uint32 first,
 	do
 	{
 		ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
-							pcs_unit_offset(first, seg->shift), len);
+							pcs_unit_offset(seg->header, first), len);
 	} while ((ret == ENOSPC || ret == EDQUOT) && writeback &&
 			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid, len));
 	if (ret == EOPNOTSUPP || ret == EINVAL)
@@ -720,6 +749,90 @@ pcs_read_fully(PcsSegment *seg, char *buf, int len, off_t offset)
 }
 
 /*
+ * Give storage to the directory of a version 5 segment, once per process,
+ * before a slot is first stored into it: it is a hole until then (or lies
+ * past the end of the file), and a store into it on a full file system
+ * would fail after the map page it names was made.  As for chunks of the
+ * map of earlier versions (pcs_map_chunk_ready()), a write-back may take
+ * the space from the tablespace's reserve.
+ */
+static void
+pcs_directory_ready(SMgrRelation reln, PcsSegment *seg, bool writeback)
+{
+	int			ret;
+
+	if (seg->directory_ready)
+		return;
+	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
+	do
+	{
+		ret = pcs_fallocate(FileGetRawDesc(seg->vfd), PCS_DIRECTORY_OFFSET,
+							PCS_DIRECTORY_SIZE);
+	} while ((ret == ENOSPC || ret == EDQUOT) && writeback &&
+			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid,
+								 PCS_DIRECTORY_SIZE));
+	if (ret != 0 && ret != EOPNOTSUPP && ret != EINVAL)
+		pcs_storage_failed(seg, ret);
+	seg->directory_ready = true;
+}
+
+/*
+ * Make map page page of a version 5 segment (README.pcs, "The map
+ * directory"): take fresh units for it, write zeros there, and name them in
+ * its directory slot, unless another process named a page there first, in
+ * which case those units go back to the free pool.  The units come from
+ * pcs_allocate(), never from freed runs: in this server generation nothing
+ * else was ever written into them, and what the file held there before the
+ * generation began lies below them.  So a slot that reaches disk before the
+ * page's zeros do (an operating system crash before the segment's next
+ * fsync) names units that read as zeros, or lie past the end of the file:
+ * empty entries, never stale ones.  The entries stored into the page after
+ * it reach disk with the segment's fsync, as every entry does.
+ */
+static void
+pcs_map_page_make(SMgrRelation reln, PcsSegment *seg, int page,
+				  bool writeback)
+{
+	int			units = pcs_map_page_units(seg->shift);
+	PGIOAlignedBlock zeros;
+	uint64		expected = 0;
+	uint32		first;
+	uint32		unit;
+	bool		present;
+
+	Assert(pcs_header_has_directory(seg->header));
+	StaticAssertStmt(PCS_MAP_PAGE_SIZE <= BLCKSZ,
+					 "a map page must fit the buffer of zeros");
+	pcs_directory_ready(reln, seg, writeback);
+	first = pcs_allocate(reln, seg, units, writeback);
+	memset(zeros.data, 0, PCS_MAP_PAGE_SIZE);
+	pcs_meta_write(seg, zeros.data, PCS_MAP_PAGE_SIZE,
+				   pcs_unit_offset(seg->header, first));
+	PGSTRATA_INJECTION_POINT("pcs-map-page-before-slot");
+	if (pcs_directory_slot_set(seg, page, &expected,
+							   pcs_directory_word(seg->header, seg->segno,
+												  page, first)))
+	{
+		pcs_map_page_remember(seg, page, first);
+		return;
+	}
+
+	/* another process made it first: ours was never named anywhere */
+	{
+		PcsFreeKey	key;
+
+		pcs_free_key(reln, seg->forknum, seg->segno, &key);
+		(void) pcs_free_units(&key, seg->header, first, units, true, false,
+							  -1);
+	}
+	if (pcs_directory_decode(seg->header, seg->segno, page, expected,
+							 &present, &unit) != PCS_SOUND || !present)
+		(void) pcs_map_page_lookup(seg, page, false, &unit);	/* reports it */
+	else
+		pcs_map_page_remember(seg, page, unit);
+}
+
+/*
  * Make sure the chunk of the map holding the entry of segblock has storage
  * before an entry is stored into it.  The map is sparse; the first store
  * into a part that is a hole makes the file system allocate it, and on a
@@ -747,12 +860,24 @@ pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg, BlockNumber segblock,
 	/* the header block has storage from the segment's creation on */
 	if (segblock < pcs_header_entries(seg->header))
 		return;
+	if (pcs_header_has_directory(seg->header))
+	{
+		uint32		unit;
+
+		if (pcs_map_page_lookup(seg, chunk, false, &unit) == 0)
+		{
+			PGSTRATA_INJECTION_POINT("pcs-map-chunk-allocate");
+			pcs_map_page_make(reln, seg, chunk, writeback);
+		}
+		seg->map_ready[chunk / 64] |= bit;
+		return;
+	}
 	PGSTRATA_INJECTION_POINT("pcs-map-chunk-allocate");
 	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
 	do
 	{
 		ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
-							PCS_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK,
+							PCS_V4_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK,
 							PCS_MAP_CHUNK);
 	} while ((ret == ENOSPC || ret == EDQUOT) && writeback &&
 			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid,
@@ -781,9 +906,19 @@ pcs_map_chunk_readable(PcsSegment *seg, int chunk)
 	Assert(chunk >= 0 && chunk < PCS_MAP_CHUNKS);
 	if (likely(seg->map_ready[chunk / 64] & bit))
 		return true;
+	if (pcs_header_has_directory(seg->header))
+	{
+		uint32		unit;
+
+		/* a damaged slot: its entries are unknown, skipped as a hole */
+		if (pcs_map_page_lookup(seg, chunk, true, &unit) <= 0)
+			return false;
+		seg->map_ready[chunk / 64] |= bit;
+		return true;
+	}
 #if defined(SEEK_DATA)
 	{
-		off_t		start = PCS_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK;
+		off_t		start = PCS_V4_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK;
 		off_t		data;
 
 		(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
@@ -868,10 +1003,60 @@ pcs_high_water_entry(PcsSegment *seg, BlockNumber b, PcsMapEntry entry,
 		*all_sound = false;
 	else
 	{
-		Assert(*nused < nblocks + PCS_MAX_DICTIONARIES);
+		Assert(*nused < nblocks + PCS_MAX_DICTIONARIES + PCS_MAP_PAGES);
 		used[*nused].first = entry.first_unit;
 		used[(*nused)++].count = entry.units;
 	}
+}
+
+/*
+ * Account for the map pages of a version 5 segment in pcs_map_high_water():
+ * each is used units, named by its directory slot.  A slot that fails its
+ * check even when read again under the lock leaves the units of its page
+ * and of the entries there unknown, so nothing can be called free (and its
+ * entries are skipped as a hole, pcs_map_chunk_readable()).
+ */
+static void
+pcs_high_water_map_pages(PcsSegment *seg, uint32 *high, PcsUnitRun *used,
+						 int *nused, bool *all_sound)
+{
+	PcsDirectory *directory = palloc(sizeof(PcsDirectory));
+	int			units = pcs_map_page_units(seg->shift);
+
+	pcs_directory_read(seg, directory);
+	for (int page = 0; page < PCS_MAP_PAGES; page++)
+	{
+		bool		present;
+		uint32		unit;
+		int			found;
+
+		if (directory->slots[page] == 0)
+			continue;
+		if (pcs_directory_decode(seg->header, seg->segno, page,
+								 directory->slots[page], &present,
+								 &unit) == PCS_SOUND)
+		{
+			pcs_map_page_remember(seg, page, unit);
+			found = 1;
+		}
+		else
+			found = pcs_map_page_lookup(seg, page, true, &unit);
+		if (found < 0)
+		{
+			if (used != NULL)
+				*all_sound = false;
+			continue;
+		}
+		if (found == 0)
+			continue;
+		*high = Max(*high, unit + units);
+		if (used != NULL)
+		{
+			used[*nused].first = unit;
+			used[(*nused)++].count = units;
+		}
+	}
+	pfree(directory);
 }
 
 /*
@@ -900,7 +1085,8 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 	if (used != NULL)
 	{
 		nblocks = pcs_seg_nblocks(seg);
-		*used = palloc((nblocks + PCS_MAX_DICTIONARIES) * sizeof(PcsUnitRun));
+		*used = palloc((nblocks + PCS_MAX_DICTIONARIES + PCS_MAP_PAGES) *
+					   sizeof(PcsUnitRun));
 		*nused = 0;
 		*all_sound = true;
 	}
@@ -932,6 +1118,11 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 			(*used)[(*nused)++].count = units;
 		}
 	}
+
+	/* version 5: the map's own pages are used units */
+	if (pcs_header_has_directory(seg->header))
+		pcs_high_water_map_pages(seg, &high, used ? *used : NULL, nused,
+								 all_sound);
 
 	/* the entries kept in the header, then those of the map */
 	for (BlockNumber b = 0; b < RELSEG_SIZE; b += n)
@@ -1011,7 +1202,7 @@ pcs_publish_free_runs(SMgrRelation reln, PcsSegment *seg, PcsUnitRun *runs,
 		PcsFreeKey	key;
 
 		pcs_free_key(reln, seg->forknum, seg->segno, &key);
-		if (pcs_free_publish(&key, seg->shift, runs, nruns))
+		if (pcs_free_publish(&key, seg->header, runs, nruns))
 			pcs_free_want_sync(&key);
 	}
 	pcs_word_write(seg, &seg->header->alloc.second,
@@ -1082,7 +1273,8 @@ pcs_allocate(SMgrRelation reln, PcsSegment *seg, int units, bool writeback)
 				!(pcs_generation_decode(seg->header, seg->segno,
 										pcs_word_read(seg, &seg->header->alloc.second),
 										&seen_gen) && seen_gen == gen);
-			first = (uint32) ((size - PCS_DATA_OFFSET + (1 << seg->shift) - 1) >> seg->shift);
+			/* a unit the file's end cuts is not handed out either */
+			first = pcs_seg_units_below(seg, size + (1 << seg->shift) - 1);
 			first = Max(first, pcs_map_high_water(seg,
 												  find_free ? &used : NULL,
 												  &nused, &all_sound));
@@ -1136,8 +1328,7 @@ pcs_unit_limit_from(PcsSegment *seg, uint64 word)
 	{
 		off_t		size = pcs_file_end(seg);
 
-		seg->capacity = Max(seg->capacity,
-							(uint32) ((size - PCS_DATA_OFFSET) >> seg->shift));
+		seg->capacity = Max(seg->capacity, pcs_seg_units_below(seg, size));
 		seg->alloc_seen = word;
 	}
 	return seg->capacity;
@@ -1431,14 +1622,14 @@ pcs_seg_truncate_entries(SMgrRelation reln, ForkNumber forknum,
 				continue;
 			}
 			if (run_count > 0)
-				pcs_free_units(&key, seg->shift, run_first, run_count,
+				pcs_free_units(&key, seg->header, run_first, run_count,
 							   SmgrIsTemp(reln), true, seg->vfd);
 			run_first = entry->first_unit;
 			run_count = entry->units;
 		}
 	}
 	if (run_count > 0)
-		pcs_free_units(&key, seg->shift, run_first, run_count,
+		pcs_free_units(&key, seg->header, run_first, run_count,
 					   SmgrIsTemp(reln), true, seg->vfd);
 }
 
