@@ -9,7 +9,8 @@
 #    storage used to leave the short segment as it was: the fork looked a
 #    segment shorter, and the next extension failed.
 # 2. A segment file whose creation a crash interrupted (empty, shorter than
-#    its map, or with a header that never reached disk) holds no block:
+#    its header, or as long as it with a header that never reached disk)
+#    holds no block:
 #    the server starts and redo re-creates it.  It used to be a hard error,
 #    met by redo first, so the server would not start.
 # 3. A backend that reads many compressed tables maps none of their files:
@@ -29,8 +30,10 @@ use PgStrata::PcsFile;
 use PgStrata::Node;
 
 my $RELSEG_SIZE = 131072;
-# header (4 kB) and map (16 bytes per block): where the data area begins
-my $DATA_OFFSET = 4096 + 16 * $RELSEG_SIZE;
+# a new segment of format 5 is its header alone, written and fsynced when
+# the segment is created (README.pcs, "Segments past the first"); format 4
+# also sized the file to its data area, behind a 2 MB map
+my $HEADER_SIZE = 4096;
 
 my $node = PgStrata::Node::compressed_node('segments',
 	conf => q(
@@ -106,13 +109,13 @@ ok(!-e $seg1, 'no segment 1 yet');
 
 my %unfinished = (
 	'an empty file' => sub { truncate($_[0], 0) or die "truncate: $!" },
-	'a file shorter than its map' => sub {
+	'a file shorter than its header' => sub {
 		truncate($_[0], 0) or die "truncate: $!";
-		truncate($_[0], 4096) or die "truncate: $!";
+		truncate($_[0], 2048) or die "truncate: $!";
 	},
-	'a file as long as its map, with a blank header' => sub {
+	'a file as long as its header, with a blank header' => sub {
 		truncate($_[0], 0) or die "truncate: $!";
-		truncate($_[0], $DATA_OFFSET) or die "truncate: $!";
+		truncate($_[0], $HEADER_SIZE) or die "truncate: $!";
 	});
 my $n = 1;
 foreach my $what (sort keys %unfinished)
@@ -123,7 +126,8 @@ foreach my $what (sort keys %unfinished)
 	like($ctid, qr/^\((\d+),/, "row $n inserted at $ctid");
 	my ($blk) = $ctid =~ /^\((\d+),/;
 	cmp_ok($blk, '>=', $RELSEG_SIZE, "row $n is in segment 1");
-	ok(-s $seg1 >= $DATA_OFFSET, 'segment 1 exists');
+	ok(-s $seg1 >= $HEADER_SIZE && PgStrata::PcsFile::is_compressed($seg1),
+		'segment 1 exists, with its header');
 	$node->stop('immediate');
 
 	$unfinished{$what}->($seg1);

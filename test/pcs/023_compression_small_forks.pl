@@ -7,7 +7,10 @@
 # written at creation) and 16 kB for a one-page one (header, a map page,
 # 8 kB of data area).  Format 4 writes the header at the fork's first
 # extension, keeps the map entries of the first 96 blocks in the header and
-# starts the data area with 4 kB.
+# starts the data area with 4 kB.  Format 5 keeps that, and gives a fork
+# of more than 96 blocks map pages of 4 kB in its data area, found through
+# a directory at 4 kB, instead of a sparse 2 MB map before the data area:
+# its file's size follows its data.
 #
 # Also checked: a fork that grows past the 96 blocks whose entries the
 # header holds reads and survives a restart; the header is written at the
@@ -58,7 +61,7 @@ ok(-e path('e_c') && -s path('e_c') == 0,
 is(size('e_c'), '0', 'and takes no space');
 is(size('e_c'), size('e_p'), 'as an empty plain table');
 
-# Its first row makes it compressed, in format 4.
+# Its first row makes it compressed, in format 5.
 $node->safe_psql('postgres', q(
 INSERT INTO e_c VALUES (1);
 INSERT INTO e_p VALUES (1);
@@ -66,8 +69,8 @@ CHECKPOINT;
 ));
 ok(PgStrata::PcsFile::is_compressed(path('e_c')),
 	'its first extension made it a compressed fork');
-is(PgStrata::PcsFile::header(path('e_c'))->{version}, 4,
-	'of format version 4');
+is(PgStrata::PcsFile::header(path('e_c'))->{version}, 5,
+	'of format version 5');
 ok(PgStrata::PcsFile::entry(path('e_c'), 0)->{stored} > 0,
 	'block 0 has its entry in the header');
 cmp_ok(size('e_c'), '<=', size('e_p'),
@@ -113,10 +116,15 @@ cmp_ok($gpages, '>', 96, "the table has $gpages pages, more than 96");
 my $gpath = path('g');
 ok(PgStrata::PcsFile::entry($gpath, 95)->{stored} > 0
 	  && PgStrata::PcsFile::entry($gpath, 96)->{stored} > 0,
-	'block 95 has its entry in the header, block 96 in the map');
+	'block 95 has its entry in the header, block 96 in a map page');
 is(scalar(PgStrata::PcsFile::entries($gpath)), $gpages,
 	'every block has an entry');
 is(PgStrata::PcsFile::overlaps($gpath), '', 'no two blocks share a unit');
+# format 4 put its data area behind a 2 MB map (at 2101248), whatever the
+# fork held; format 5's begins at 8 kB
+cmp_ok(-s $gpath, '<', 2101248,
+	'the map of a fork of more than 96 blocks takes no 2 MB ('
+	  . (-s $gpath) . ' bytes)');
 my $gsum = "SELECT count(*), md5(string_agg(v, ',' ORDER BY id)) FROM g";
 my $gexpected = $node->safe_psql('postgres', $gsum);
 # the first blocks are rewritten in place or moved, the rest too
