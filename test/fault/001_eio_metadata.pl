@@ -21,7 +21,10 @@
 #
 #   1. a plain table: reads of one data block fail;
 #   2. a compressed table: reads of the map page that holds the entries
-#      of blocks 100..355 fail (blocks 0..95 keep theirs in the header);
+#      of blocks 256..511 fail (blocks 0..95 keep theirs in the header;
+#      in format 5 map pages of 4 kB lie in the data area, found through
+#      the directory in the file's second 4 kB block);
+#   2b. a compressed table: reads of that directory fail;
 #   3. a compressed table: reads of the image of one block fail.
 #
 # Each must give the query an ERROR naming "Input/output error", and the
@@ -30,7 +33,7 @@
 # queries answered.  faultfs counts the reads it failed, so a case whose
 # fault was never met fails too.
 #
-# Case 2 failed while the map was mapped: SIGBUS ("terminated by signal 7:
+# Case 2 (then the map of format 4) failed while the map was mapped: SIGBUS ("terminated by signal 7:
 # Bus error") and a restart of every session.  Case 3 used to be an ERROR
 # that called a disk error corruption ("invalid compressed page ... cut
 # short by the end of the file"): a pread that meets the error after some
@@ -83,7 +86,8 @@ CREATE TABLESPACE pts LOCATION '$mnt/pts';
 ));
 
 # Rows of about 250 bytes that compress: about 30 to a block, so 15,000
-# rows fill 500 blocks, past block 355 and its map page.
+# rows fill 500 blocks, past block 355 and its map page (page 1: blocks
+# 256..511).
 my $rows = 15000;
 for my $t ([ 'plain_t', 'pts' ], [ 'comp_t', 'cts' ], [ 'other_t', 'pts' ])
 {
@@ -197,13 +201,24 @@ my $plain = PgStrata::PcsFile::relation_path($node, 'postgres', 'plain_t');
 eio_case('plain table, data block', $plain, 50 * 8192, 8192,
 	'SELECT count(*) FROM plain_t');
 
-# 2. A compressed table: the map bytes of the entries of blocks 100..355.
+# 2. A compressed table: the map page of the entries of blocks 256..511.
 my $comp = PgStrata::PcsFile::relation_path($node, 'postgres', 'comp_t');
+ok(defined PgStrata::PcsFile::map_pages($comp)->{1},
+	'comp_t has map page 1 (blocks 256..511)');
 eio_case(
 	'compressed table, map page',
 	$comp,
-	PgStrata::PcsFile::MAP_OFFSET + 100 * PgStrata::PcsFile::ENTRY_SIZE,
-	256 * PgStrata::PcsFile::ENTRY_SIZE,
+	PgStrata::PcsFile::entry_offset(256, $comp),
+	PgStrata::PcsFile::MAP_PAGE_SIZE,
+	'SELECT count(*) FROM comp_t');
+
+# 2b. A compressed table: the map directory, which a reader of block 96
+# and after reads to find its map page.
+eio_case(
+	'compressed table, map directory',
+	$comp,
+	PgStrata::PcsFile::DIRECTORY_OFFSET,
+	PgStrata::PcsFile::DIRECTORY_SIZE,
 	'SELECT count(*) FROM comp_t');
 
 # 3. A compressed table: the image of block 200 (a pread of the data area).
@@ -213,7 +228,7 @@ cmp_ok($e->{stored}, '>', 0, 'block 200 has an image');
 eio_case(
 	'compressed table, data image',
 	$comp,
-	PgStrata::PcsFile::image_offset($e, $h->{unit_size}),
+	PgStrata::PcsFile::image_offset($e, $h),
 	$e->{stored},
 	'SELECT count(*) FROM comp_t');
 

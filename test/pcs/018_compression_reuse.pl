@@ -123,7 +123,7 @@ sub physical
 sub reserve
 {
 	my $h = PgStrata::PcsFile::header($path);
-	return (-s $path) - PgStrata::PcsFile::DATA_OFFSET
+	return (-s $path) - PgStrata::PcsFile::data_offset($h)
 	  - $h->{next_unit} * $h->{unit_size};
 }
 
@@ -404,7 +404,8 @@ my $grown = (-s $path) - $end_before;
 # their new versions go to), of at most PCS_MAX_UNITS 128-byte units each
 cmp_ok($grown, '<=', $rounds * 4 * 80 * 128,
 	"$rounds crashes with two pages moved before each grew the file by $grown bytes, what the moves need ("
-	  . ($end_before - PgStrata::PcsFile::DATA_OFFSET) . ' bytes of data area)');
+	  . ($end_before - PgStrata::PcsFile::data_offset($path))
+	  . ' bytes of data area)');
 check('after crashes one after the other');
 
 $node->stop;

@@ -245,7 +245,7 @@ my $path = PgStrata::PcsFile::relation_path($node, 'postgres', 't');
 my $h = PgStrata::PcsFile::header($path);
 my $d = $h->{dictionaries}{4};
 ok(defined $d, 'the header has the record of dictionary 4');
-my $dict_at = PgStrata::PcsFile::DATA_OFFSET + 128 * $d->{first};
+my $dict_at = PgStrata::PcsFile::unit_offset($h, $d->{first});
 my %uses4 = map { $_->[0] => 1 } grep { ($_->[1]{flags} >> 4) == 4 }
 	  PgStrata::PcsFile::entries($path);
 ok(%uses4 > 0, 'some blocks use dictionary 4');

@@ -129,29 +129,29 @@ pcs_is_tablespace_file(const char *name)
  * Layout of a segment file.  Every version begins with the header block.
  * Versions 2 to 4 follow it with the map, one entry per block of the
  * segment (a sparse 2 MB), and then the data area.  Version 5 follows it
- * with the map directory, whose slots locate the pages of the map, and then
- * the data area, which holds the map's pages among the images.
+ * with the data area at once, which holds the map's pages among the
+ * images, and a directory that locates them, itself located by a word of
+ * the header (PcsDirectory).
  */
 #define PCS_HEADER_SIZE		4096
 #define PCS_ENTRY_SIZE		16
 #define PCS_V4_MAP_OFFSET	PCS_HEADER_SIZE
 #define PCS_V4_MAP_SIZE		((off_t) RELSEG_SIZE * PCS_ENTRY_SIZE)
 #define PCS_V4_DATA_OFFSET	(PCS_V4_MAP_OFFSET + PCS_V4_MAP_SIZE)
+#define PCS_V5_DATA_OFFSET	PCS_HEADER_SIZE
 
 /*
  * Version 5's map: pages of PCS_MAP_PAGE_ENTRIES entries, page k holding
  * the entries of blocks k * PCS_MAP_PAGE_ENTRIES on (page 0 leaves the
  * entries kept in the header unused), each PCS_MAP_PAGE_SIZE bytes of the
- * data area, located by slot k of the directory (PcsDirectory).  The
- * directory takes whole 4 kB pages: one for segments of 1 GB.
+ * data area, located by slot k of the directory (PcsDirectory), which takes
+ * PCS_DIRECTORY_SIZE bytes of the data area: 4 kB for segments of 1 GB.
  */
 #define PCS_MAP_PAGE_SIZE	4096
 #define PCS_MAP_PAGE_ENTRIES	(PCS_MAP_PAGE_SIZE / PCS_ENTRY_SIZE)
 #define PCS_MAP_PAGES		((int) ((RELSEG_SIZE + PCS_MAP_PAGE_ENTRIES - 1) / \
 									PCS_MAP_PAGE_ENTRIES))
-#define PCS_DIRECTORY_OFFSET	PCS_HEADER_SIZE
-#define PCS_DIRECTORY_SIZE	TYPEALIGN(4096, PCS_MAP_PAGES * sizeof(uint64))
-#define PCS_V5_DATA_OFFSET	(PCS_DIRECTORY_OFFSET + PCS_DIRECTORY_SIZE)
+#define PCS_DIRECTORY_SIZE	TYPEALIGN(PCS_MAP_PAGE_SIZE, PCS_MAP_PAGES * sizeof(uint64))
 
 /*
  * Allocation units of the data area: 128 bytes in version 3, 512 in version
@@ -451,15 +451,38 @@ pcs_map_page_of(BlockNumber segblock)
  * page's first unit (low 32 bits; the complement makes a zeroed word
  * invalid where unit 0 is meant) and a CRC32C of the unit, the page's
  * number and the segment (high 32 bits, pcs_directory_word()), so that a
- * damaged or torn slot is recognised, never followed.  A slot changes only
- * from zeros to a page in this build: map pages are never moved or freed
- * (README.pcs, "The map directory", says what a build that moves them must
- * do).
+ * damaged or torn slot is recognised, never followed.  The directory itself
+ * lies in the data area, made with the first map page; the header's two
+ * directory words (pcs_header_directory(), in the sectors of the block
+ * count's two copies) locate it, in the same form.  Slots and directory
+ * words change only from zeros to a place in this build: map pages and the
+ * directory are never moved or freed (README.pcs, "The map directory", says
+ * what a build that moves them must do).
  */
 typedef struct PcsDirectory
 {
 	uint64		slots[PCS_DIRECTORY_SIZE / sizeof(uint64)];
 } PcsDirectory;
+
+/*
+ * Copy copy of a version 5 segment's directory word: the second word of
+ * the sector of the block count's copy copy, which only the allocation
+ * sector used before (zeros in versions 2 to 4)
+ */
+static inline pg_atomic_uint64 *
+pcs_header_directory(PcsHeader *header, int copy)
+{
+	Assert(copy == 0 || copy == 1);
+	Assert(header->version >= PCS_FORMAT_VERSION);
+	return &header->nblocks[copy].second;
+}
+
+/* Units of the data area the directory takes, in a segment with units of 1 << shift */
+static inline int
+pcs_directory_units(int shift)
+{
+	return PCS_DIRECTORY_SIZE >> shift;
+}
 
 /* Units of the data area a map page takes, in a segment with units of 1 << shift */
 static inline int
@@ -575,10 +598,10 @@ pcs_is_segment_start(const void *bytes, size_t len)
 /*
  * Where the part of a compressed segment that a copy may leave sparse ends,
  * judged by the file's first len bytes: versions 2 to 4 keep a sparse map
- * of 2 MB below their data area; version 5 keeps only its directory there,
- * a 4 kB hole until the first map page.  First bytes too few to tell give
- * version 5's end, the smaller: a copy then keeps bytes it could have left
- * out, never the other way round.
+ * of 2 MB below their data area; version 5 has nothing sparse (its data
+ * area follows the header).  First bytes too few to tell give version 5's
+ * end, the smaller: a copy then keeps bytes it could have left out, never
+ * the other way round.
  */
 static inline off_t
 pcs_copy_sparse_end(const char *bytes, size_t len)
@@ -586,19 +609,19 @@ pcs_copy_sparse_end(const char *bytes, size_t len)
 	uint32		version;
 
 	if (len < offsetof(PcsHeader, version) + sizeof(uint32))
-		return PCS_V5_DATA_OFFSET;
+		return PCS_HEADER_SIZE;
 	memcpy(&version, bytes + offsetof(PcsHeader, version), sizeof(uint32));
 	return version >= PCS_FORMAT_VERSION_2 && version <= PCS_FORMAT_VERSION_4 ?
-		PCS_V4_DATA_OFFSET : PCS_V5_DATA_OFFSET;
+		PCS_V4_DATA_OFFSET : PCS_HEADER_SIZE;
 }
 
 /*
  * May a copy of a compressed segment leave these len bytes at offset as a
  * hole?  Only zeros between the header and sparse_end
  * (pcs_copy_sparse_end()): the storage manager leaves the map of versions 2
- * to 4 and the directory of version 5 sparse (their pages get storage as
- * they are written), and a copy that fills version 4's map takes 2 MB per
- * segment.  The data area is allocated ahead on purpose, so copies keep it.
+ * to 4 sparse (its pages get storage as they are written), and a copy that
+ * fills it takes 2 MB per segment.  The data area is allocated ahead on
+ * purpose, so copies keep it.
  */
 static inline bool
 pcs_copy_can_skip(const char *buf, off_t offset, size_t len, off_t sparse_end)
@@ -695,6 +718,7 @@ typedef enum PcsProblem
 	PCS_DICTIONARY_BAD_CRC,
 	PCS_DIRECTORY_BAD_SLOT,
 	PCS_DIRECTORY_BAD_UNIT,
+	PCS_DIRECTORY_BAD_LOCATION,
 } PcsProblem;
 
 extern const char *pcs_algorithm_name(PcsAlgorithm algorithm);
@@ -759,6 +783,13 @@ extern PcsProblem pcs_dict_record_check(const PcsHeader *header,
 extern int	pcs_units_to_allocate(int stored, bool grown, int shift);
 extern uint64 pcs_directory_word(const PcsHeader *header, BlockNumber segno,
 								 int page, uint32 unit);
+extern uint64 pcs_directory_location_word(const PcsHeader *header,
+										  BlockNumber segno, int copy,
+										  uint32 unit);
+extern PcsProblem pcs_directory_location_decode(const PcsHeader *header,
+												BlockNumber segno, int copy,
+												uint64 word, bool *present,
+												uint32 *unit);
 extern PcsProblem pcs_directory_decode(const PcsHeader *header,
 									   BlockNumber segno, int page,
 									   uint64 word, bool *present,

@@ -87,12 +87,15 @@ typedef struct PcsSegment
 	uint64		map_ready[(PCS_MAP_CHUNKS + 63) / 64];
 
 	/*
-	 * version 5: the first unit + 1 of each map page known to exist (0: not
-	 * known), palloc'd at the first one found (pcs_map_page_lookup()); and
-	 * whether the directory is known to have storage
+	 * version 5: the first unit + 1 of its directory and of each map page
+	 * known to exist (0: not known), the latter palloc'd at the first one
+	 * found (pcs_directory_lookup(), pcs_map_page_lookup()); whether this
+	 * process gave the directory storage (pcs_map_chunk_ready()); map_ready
+	 * says the same of map pages
 	 */
+	uint32		directory_unit;
+	bool		directory_backed;
 	uint32	   *map_pages;
-	bool		directory_ready;
 
 	/* where header points: the header up to its map entries */
 	uint64		header_copy[PCS_HEADER_COPY_SIZE / sizeof(uint64)];
@@ -154,8 +157,11 @@ extern void pcs_word_write(PcsSegment *seg, pg_atomic_uint64 *word,
 						   uint64 value);
 extern bool pcs_word_compare_exchange(PcsSegment *seg, pg_atomic_uint64 *word,
 									  uint64 *expected, uint64 value);
-extern void pcs_directory_read(PcsSegment *seg, PcsDirectory *directory);
-extern bool pcs_directory_slot_set(PcsSegment *seg, int page,
+extern int	pcs_directory_lookup(PcsSegment *seg, bool tolerate,
+								 uint32 *unit);
+extern void pcs_directory_read(PcsSegment *seg, uint32 unit,
+							   PcsDirectory *directory);
+extern bool pcs_directory_slot_set(PcsSegment *seg, uint32 unit, int page,
 								   uint64 *expected, uint64 value);
 extern int	pcs_map_page_lookup(PcsSegment *seg, int page, bool tolerate,
 								uint32 *unit);

@@ -149,9 +149,10 @@ static const char *const pcs_problem_messages[] = {
 	[PCS_DICTIONARY_BAD_CRC] = gettext_noop("The compression dictionary the block's image names is damaged: its checksum does not match."),
 	[PCS_DIRECTORY_BAD_SLOT] = gettext_noop("The checksum of the directory slot of the block's map page does not match."),
 	[PCS_DIRECTORY_BAD_UNIT] = gettext_noop("The directory slot of the block's map page points past any data area."),
+	[PCS_DIRECTORY_BAD_LOCATION] = gettext_noop("Neither copy of the word that locates the segment's map directory is sound."),
 };
 
-StaticAssertDecl(lengthof(pcs_problem_messages) == PCS_DIRECTORY_BAD_UNIT + 1,
+StaticAssertDecl(lengthof(pcs_problem_messages) == PCS_DIRECTORY_BAD_LOCATION + 1,
 				 "every PcsProblem needs its sentence");
 
 /*
@@ -296,6 +297,8 @@ pcs_header_other_version(const PcsHeader *header)
 #define PCS_WORD_DICTIONARY	0x44	/* 'D' */
 #define PCS_WORD_DICT_RECORD	0x52	/* 'R' */
 #define PCS_WORD_MAP_PAGE	0x4d	/* 'M' */
+#define PCS_WORD_DIRECTORY	0x4c	/* 'L' */
+#define PCS_WORD_DIRECTORY_2	0x6c	/* 'l' */
 
 /*
  * The check half of a shared header word: CRC32C of the value, of what kind
@@ -493,8 +496,55 @@ pcs_directory_decode(const PcsHeader *header, BlockNumber segno, int page,
 												PCS_WORD_MAP_PAGE,
 												(uint32) page, value))
 		return PCS_DIRECTORY_BAD_SLOT;
-	if ((uint64) value + pcs_map_page_units(header->unit_shift) > PG_UINT32_MAX)
+	/* the header may be unchecked here (pg_checksums, the fuzz target) */
+	if ((uint64) value + (PCS_MAP_PAGE_SIZE >> PCS_UNIT_SHIFT) > PG_UINT32_MAX)
 		return PCS_DIRECTORY_BAD_UNIT;
+	*present = true;
+	*unit = value;
+	return PCS_SOUND;
+}
+
+/*
+ * Copy copy of the directory word of segment segno (version 5) locating its
+ * directory at unit, in the form of a directory slot
+ */
+uint64
+pcs_directory_location_word(const PcsHeader *header, BlockNumber segno,
+							int copy, uint32 unit)
+{
+	uint32		check = pcs_word_check(header, segno,
+									   copy == 0 ? PCS_WORD_DIRECTORY : PCS_WORD_DIRECTORY_2,
+									   0, unit);
+
+	Assert(copy == 0 || copy == 1);
+	return ((uint64) check << 32) | (uint32) ~unit;
+}
+
+/*
+ * Read copy copy of the directory word of segment segno: PCS_SOUND with
+ * *present false for zeros (no directory yet), or true and the directory's
+ * first unit in *unit; a problem if the word fails its check or locates a
+ * directory that no data area could hold
+ */
+PcsProblem
+pcs_directory_location_decode(const PcsHeader *header, BlockNumber segno,
+							  int copy, uint64 word, bool *present,
+							  uint32 *unit)
+{
+	uint32		value = ~(uint32) word;
+
+	Assert(copy == 0 || copy == 1);
+	*present = false;
+	*unit = 0;
+	if (word == 0)
+		return PCS_SOUND;
+	if ((uint32) (word >> 32) !=
+		pcs_word_check(header, segno,
+					   copy == 0 ? PCS_WORD_DIRECTORY : PCS_WORD_DIRECTORY_2,
+					   0, value))
+		return PCS_DIRECTORY_BAD_LOCATION;
+	if ((uint64) value + (PCS_DIRECTORY_SIZE >> PCS_UNIT_SHIFT) > PG_UINT32_MAX)
+		return PCS_DIRECTORY_BAD_LOCATION;
 	*present = true;
 	*unit = value;
 	return PCS_SOUND;

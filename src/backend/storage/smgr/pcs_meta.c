@@ -315,9 +315,9 @@ pcs_meta_compare_exchange(PcsSegment *seg, off_t offset, uint64 *expected,
 
 	LWLockAcquire(seg->word_lock, LW_EXCLUSIVE);
 	ret = pcs_meta_io(seg, current, sizeof(uint64), offset, false, &done);
-	/* a word past the end of the file (version 5's directory) is zeros */
+	/* a slot past the end of the file (version 5's directory) is zeros */
 	if (ret == -2 && done == 0 && pcs_header_has_directory(seg->header) &&
-		offset >= PCS_DIRECTORY_OFFSET)
+		offset >= PCS_V5_DATA_OFFSET)
 	{
 		*current = 0;
 		ret = 0;
@@ -361,24 +361,90 @@ pcs_word_compare_exchange(PcsSegment *seg, pg_atomic_uint64 *word,
 }
 
 /*
- * Read the directory of a version 5 segment into directory, with one read
- * and without the lock: a slot read while it is set may be torn, which
- * fails its check, and callers read such a slot again under the lock
+ * Where the directory of a version 5 segment lies: 1 and its first unit in
+ * *unit if it exists, 0 if it does not (no map page does).  The header's
+ * two directory words are read together without the lock, then, if neither
+ * gives an answer, again under it (a read may have met a store half done).
+ * A sound copy that names a place is taken, whatever the other holds: the
+ * copies are set one after the other, in one 4 kB page of the file, and
+ * change only from zeros.  Both sound and zeros: no directory.  Anything
+ * else leaves every map page unknown: an ERROR, or with tolerate -1.
+ */
+int
+pcs_directory_lookup(PcsSegment *seg, bool tolerate, uint32 *unit)
+{
+	PcsHeader  *header = seg->header;
+	bool		damaged = false;
+
+	Assert(pcs_header_has_directory(header));
+	if (likely(seg->directory_unit != 0))
+	{
+		*unit = seg->directory_unit - 1;
+		return 1;
+	}
+	for (int tries = 0; tries < 2; tries++)
+	{
+		damaged = false;
+		if (tries == 0)
+			pcs_words_read(seg, pcs_header_directory(header, 0),
+						   pcs_header_directory(header, 1));
+		else
+		{
+			(void) pcs_word_read(seg, pcs_header_directory(header, 0));
+			(void) pcs_word_read(seg, pcs_header_directory(header, 1));
+		}
+		for (int copy = 0; copy < 2; copy++)
+		{
+			bool		present;
+
+			if (pcs_directory_location_decode(header, seg->segno, copy,
+											  pg_atomic_read_u64(pcs_header_directory(header, copy)),
+											  &present, unit) != PCS_SOUND)
+				damaged = true;
+			else if (present)
+			{
+				seg->directory_unit = *unit + 1;
+				return 1;
+			}
+		}
+		if (!damaged)
+			return 0;
+	}
+	if (tolerate)
+		return -1;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("invalid map directory location in compressed segment file \"%s\"",
+					FilePathName(seg->vfd)),
+			 errdetail("%s  The entries of the segment's blocks from %u on are unknown.",
+					   _(pcs_problem_message(PCS_DIRECTORY_BAD_LOCATION)),
+					   pcs_header_entries(header))));
+	return -1;					/* keep the compiler quiet */
+}
+
+/*
+ * Read the directory of a version 5 segment, at unit, into directory, with
+ * one read and without the lock: a slot read while it is set may be torn,
+ * which fails its check, and callers read such a slot again under the lock
  * (pcs_map_page_lookup()) before they take it for damage
  */
 void
-pcs_directory_read(PcsSegment *seg, PcsDirectory *directory)
+pcs_directory_read(PcsSegment *seg, uint32 unit, PcsDirectory *directory)
 {
 	Assert(pcs_header_has_directory(seg->header));
 	pcs_meta_read_or_zeros(seg, directory, sizeof(PcsDirectory),
-						   PCS_DIRECTORY_OFFSET);
+						   pcs_unit_offset(seg->header, unit));
 }
 
-/* Directory slot page of a version 5 segment, read with or without the lock */
+/*
+ * Directory slot page of a version 5 segment whose directory is at unit,
+ * read with or without the lock
+ */
 static uint64
-pcs_directory_slot_read(PcsSegment *seg, int page, bool locked)
+pcs_directory_slot_read(PcsSegment *seg, uint32 unit, int page, bool locked)
 {
-	off_t		offset = PCS_DIRECTORY_OFFSET + (off_t) page * sizeof(uint64);
+	off_t		offset = pcs_unit_offset(seg->header, unit) +
+		(off_t) page * sizeof(uint64);
 	uint64		word = 0;
 	int			done;
 	int			ret;
@@ -403,19 +469,19 @@ pcs_directory_slot_read(PcsSegment *seg, int page, bool locked)
 }
 
 /*
- * Set directory slot page of a version 5 segment to value if it holds
- * *expected (zeros: no page yet); else set *expected to what it holds and
- * return false
+ * Set directory slot page of a version 5 segment whose directory is at
+ * unit to value if it holds *expected (zeros: no page yet); else set
+ * *expected to what it holds and return false
  */
 bool
-pcs_directory_slot_set(PcsSegment *seg, int page, uint64 *expected,
-					   uint64 value)
+pcs_directory_slot_set(PcsSegment *seg, uint32 unit, int page,
+					   uint64 *expected, uint64 value)
 {
 	uint64		current;
 
 	Assert(page >= 0 && page < PCS_MAP_PAGES);
 	return pcs_meta_compare_exchange(seg,
-									 PCS_DIRECTORY_OFFSET +
+									 pcs_unit_offset(seg->header, unit) +
 									 (off_t) page * sizeof(uint64),
 									 expected, value, &current);
 }
@@ -433,10 +499,11 @@ pcs_map_page_remember(PcsSegment *seg, int page, uint32 unit)
 
 /*
  * Where map page page of a version 5 segment lies: 1 and its first unit in
- * *unit if it exists, 0 if it does not (its entries are all empty).  A slot
- * that fails its check is read again under the lock (a read may have met
- * its store half done); if it still fails, the page's entries are unknown:
- * an ERROR, or with tolerate -1.  A page found is remembered for the life
+ * *unit if it exists, 0 if it does not (its entries are all empty; so does
+ * a segment without a directory).  A slot that fails its check is read
+ * again under the lock (a read may have met its store half done); if it
+ * still fails, or the directory cannot be located, the page's entries are
+ * unknown: an ERROR, or with tolerate -1.  A page found is remembered for the life
  * of the process: in this build a slot changes only from zeros to a page.
  */
 int
@@ -444,6 +511,7 @@ pcs_map_page_lookup(PcsSegment *seg, int page, bool tolerate, uint32 *unit)
 {
 	PcsProblem	problem = PCS_SOUND;
 	bool		present = false;
+	uint32		directory;
 
 	Assert(pcs_header_has_directory(seg->header));
 	Assert(page >= 0 && page < PCS_MAP_PAGES);
@@ -452,9 +520,17 @@ pcs_map_page_lookup(PcsSegment *seg, int page, bool tolerate, uint32 *unit)
 		*unit = seg->map_pages[page] - 1;
 		return 1;
 	}
+	switch (pcs_directory_lookup(seg, tolerate, &directory))
+	{
+		case 0:
+			return 0;
+		case -1:
+			return -1;
+	}
 	for (int tries = 0; tries < 2; tries++)
 	{
-		uint64		word = pcs_directory_slot_read(seg, page, tries > 0);
+		uint64		word = pcs_directory_slot_read(seg, directory, page,
+												   tries > 0);
 
 		problem = pcs_directory_decode(seg->header, seg->segno, page, word,
 									   &present, unit);

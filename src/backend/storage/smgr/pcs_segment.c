@@ -749,67 +749,150 @@ pcs_read_fully(PcsSegment *seg, char *buf, int len, off_t offset)
 }
 
 /*
- * Give storage to the directory of a version 5 segment, once per process,
- * before a slot is first stored into it: it is a hole until then (or lies
- * past the end of the file), and a store into it on a full file system
- * would fail after the map page it names was made.  As for chunks of the
- * map of earlier versions (pcs_map_chunk_ready()), a write-back may take
- * the space from the tablespace's reserve.
+ * Give storage to units [first, first + count) of a segment before metadata
+ * is first stored into them by this process: version 5's directory and map
+ * pages.  They were made with units from pcs_allocate(), which have
+ * storage; but after an operating system crash a directory word or slot may
+ * have reached disk while the file's growth did not, and a store past the
+ * end of the file would then leave a hole behind it, and fail on a full
+ * file system after the write put its image elsewhere.  As for chunks of
+ * the map of earlier versions, a write-back may take the space from the
+ * tablespace's reserve; a file system without fallocate() leaves it to the
+ * store.  The space between the old end and the units is then free space
+ * that no map names, found at the next generation's start.
  */
 static void
-pcs_directory_ready(SMgrRelation reln, PcsSegment *seg, bool writeback)
+pcs_seg_give_storage(SMgrRelation reln, PcsSegment *seg, uint32 first,
+					 uint32 count, bool writeback)
 {
+	off_t		len = (off_t) count << seg->shift;
 	int			ret;
 
-	if (seg->directory_ready)
-		return;
 	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
 	do
 	{
-		ret = pcs_fallocate(FileGetRawDesc(seg->vfd), PCS_DIRECTORY_OFFSET,
-							PCS_DIRECTORY_SIZE);
+		ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
+							pcs_unit_offset(seg->header, first), len);
 	} while ((ret == ENOSPC || ret == EDQUOT) && writeback &&
-			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid,
-								 PCS_DIRECTORY_SIZE));
+			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid, len));
 	if (ret != 0 && ret != EOPNOTSUPP && ret != EINVAL)
 		pcs_storage_failed(seg, ret);
-	seg->directory_ready = true;
+}
+
+/*
+ * Write zeros into units [first, first + count) of a segment, fresh units
+ * that are to become version 5's directory or a map page
+ */
+static void
+pcs_seg_write_zeros(PcsSegment *seg, uint32 first, uint32 count)
+{
+	PGIOAlignedBlock zeros;
+	off_t		offset = pcs_unit_offset(seg->header, first);
+	off_t		end = pcs_unit_offset(seg->header, first + count);
+
+	memset(zeros.data, 0, BLCKSZ);
+	for (; offset < end; offset += BLCKSZ)
+		pcs_meta_write(seg, zeros.data, (int) Min(end - offset, BLCKSZ),
+					   offset);
+}
+
+/*
+ * Take count fresh units of a segment for version 5's metadata and write
+ * zeros there (README.pcs, "The map directory").  They come from
+ * pcs_allocate(), never from freed runs: in this server generation nothing
+ * else was ever written into them, and what the file held before the
+ * generation began lies below them.  So a directory word or slot that
+ * reaches disk before these zeros do (an operating system crash before the
+ * segment's next fsync) names units that read as zeros, or lie past the end
+ * of the file: empty slots and entries, never stale ones.
+ */
+static uint32
+pcs_seg_fresh_metadata(SMgrRelation reln, PcsSegment *seg, uint32 count,
+					   bool writeback)
+{
+	uint32		first = pcs_allocate(reln, seg, count, writeback);
+
+	pcs_seg_write_zeros(seg, first, count);
+	return first;
+}
+
+/* Give back units of fresh metadata that lost the race to be named */
+static void
+pcs_seg_unnamed_metadata(SMgrRelation reln, PcsSegment *seg, uint32 first,
+						 uint32 count)
+{
+	PcsFreeKey	key;
+
+	/* nothing ever named them: reusable at once */
+	pcs_free_key(reln, seg->forknum, seg->segno, &key);
+	(void) pcs_free_units(&key, seg->header, first, count, true, false, -1);
+}
+
+/*
+ * Make the directory of a version 5 segment, and return its first unit:
+ * fresh units, named by the header's first directory word (by
+ * compare-and-swap, against a process doing the same), then by its second.
+ * If another process named one first, ours goes back and theirs is
+ * returned.
+ */
+static uint32
+pcs_directory_make(SMgrRelation reln, PcsSegment *seg, bool writeback)
+{
+	int			units = pcs_directory_units(seg->shift);
+	uint32		first = pcs_seg_fresh_metadata(reln, seg, units, writeback);
+	uint64		expected = 0;
+	uint32		unit;
+
+	if (pcs_word_compare_exchange(seg, pcs_header_directory(seg->header, 0),
+								  &expected,
+								  pcs_directory_location_word(seg->header,
+															  seg->segno, 0,
+															  first)))
+	{
+		pcs_word_write(seg, pcs_header_directory(seg->header, 1),
+					   pcs_directory_location_word(seg->header, seg->segno,
+												   1, first));
+		seg->directory_unit = first + 1;
+		seg->directory_backed = true;
+		return first;
+	}
+	pcs_seg_unnamed_metadata(reln, seg, first, units);
+	(void) pcs_directory_lookup(seg, false, &unit);	/* or the ERROR */
+	return unit;
 }
 
 /*
  * Make map page page of a version 5 segment (README.pcs, "The map
- * directory"): take fresh units for it, write zeros there, and name them in
- * its directory slot, unless another process named a page there first, in
- * which case those units go back to the free pool.  The units come from
- * pcs_allocate(), never from freed runs: in this server generation nothing
- * else was ever written into them, and what the file held there before the
- * generation began lies below them.  So a slot that reaches disk before the
- * page's zeros do (an operating system crash before the segment's next
- * fsync) names units that read as zeros, or lie past the end of the file:
- * empty entries, never stale ones.  The entries stored into the page after
- * it reach disk with the segment's fsync, as every entry does.
+ * directory"), and the directory first if the segment has none: fresh units
+ * (pcs_seg_fresh_metadata()), named by the page's directory slot by
+ * compare-and-swap under the lock of the segment's words.  Two processes
+ * may make the same page at once; the one whose swap fails gives its units
+ * back to the free pool at once and uses the winner's.  The entries stored
+ * into the page reach disk with the segment's fsync, as every entry does.
  */
 static void
 pcs_map_page_make(SMgrRelation reln, PcsSegment *seg, int page,
 				  bool writeback)
 {
 	int			units = pcs_map_page_units(seg->shift);
-	PGIOAlignedBlock zeros;
 	uint64		expected = 0;
+	uint32		directory;
 	uint32		first;
 	uint32		unit;
 	bool		present;
 
 	Assert(pcs_header_has_directory(seg->header));
-	StaticAssertStmt(PCS_MAP_PAGE_SIZE <= BLCKSZ,
-					 "a map page must fit the buffer of zeros");
-	pcs_directory_ready(reln, seg, writeback);
-	first = pcs_allocate(reln, seg, units, writeback);
-	memset(zeros.data, 0, PCS_MAP_PAGE_SIZE);
-	pcs_meta_write(seg, zeros.data, PCS_MAP_PAGE_SIZE,
-				   pcs_unit_offset(seg->header, first));
+	if (pcs_directory_lookup(seg, false, &directory) == 0)
+		directory = pcs_directory_make(reln, seg, writeback);
+	else if (!seg->directory_backed)
+	{
+		pcs_seg_give_storage(reln, seg, directory,
+							 pcs_directory_units(seg->shift), writeback);
+		seg->directory_backed = true;
+	}
+	first = pcs_seg_fresh_metadata(reln, seg, units, writeback);
 	PGSTRATA_INJECTION_POINT("pcs-map-page-before-slot");
-	if (pcs_directory_slot_set(seg, page, &expected,
+	if (pcs_directory_slot_set(seg, directory, page, &expected,
 							   pcs_directory_word(seg->header, seg->segno,
 												  page, first)))
 	{
@@ -818,13 +901,7 @@ pcs_map_page_make(SMgrRelation reln, PcsSegment *seg, int page,
 	}
 
 	/* another process made it first: ours was never named anywhere */
-	{
-		PcsFreeKey	key;
-
-		pcs_free_key(reln, seg->forknum, seg->segno, &key);
-		(void) pcs_free_units(&key, seg->header, first, units, true, false,
-							  -1);
-	}
+	pcs_seg_unnamed_metadata(reln, seg, first, units);
 	if (pcs_directory_decode(seg->header, seg->segno, page, expected,
 							 &present, &unit) != PCS_SOUND || !present)
 		(void) pcs_map_page_lookup(seg, page, false, &unit);	/* reports it */
@@ -869,6 +946,9 @@ pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg, BlockNumber segblock,
 			PGSTRATA_INJECTION_POINT("pcs-map-chunk-allocate");
 			pcs_map_page_make(reln, seg, chunk, writeback);
 		}
+		else
+			pcs_seg_give_storage(reln, seg, unit,
+								 pcs_map_page_units(seg->shift), writeback);
 		seg->map_ready[chunk / 64] |= bit;
 		return;
 	}
@@ -911,10 +991,7 @@ pcs_map_chunk_readable(PcsSegment *seg, int chunk)
 		uint32		unit;
 
 		/* a damaged slot: its entries are unknown, skipped as a hole */
-		if (pcs_map_page_lookup(seg, chunk, true, &unit) <= 0)
-			return false;
-		seg->map_ready[chunk / 64] |= bit;
-		return true;
+		return pcs_map_page_lookup(seg, chunk, true, &unit) > 0;
 	}
 #if defined(SEEK_DATA)
 	{
@@ -1003,27 +1080,47 @@ pcs_high_water_entry(PcsSegment *seg, BlockNumber b, PcsMapEntry entry,
 		*all_sound = false;
 	else
 	{
-		Assert(*nused < nblocks + PCS_MAX_DICTIONARIES + PCS_MAP_PAGES);
+		Assert(*nused < nblocks + PCS_MAX_DICTIONARIES + PCS_MAP_PAGES + 1);
 		used[*nused].first = entry.first_unit;
 		used[(*nused)++].count = entry.units;
 	}
 }
 
 /*
- * Account for the map pages of a version 5 segment in pcs_map_high_water():
- * each is used units, named by its directory slot.  A slot that fails its
+ * Account for the directory and map pages of a version 5 segment in
+ * pcs_map_high_water(): each is used units, the directory named by the
+ * header's directory words, a map page by its slot.  A slot that fails its
  * check even when read again under the lock leaves the units of its page
  * and of the entries there unknown, so nothing can be called free (and its
- * entries are skipped as a hole, pcs_map_chunk_readable()).
+ * entries are skipped as a hole, pcs_map_chunk_readable()); a directory
+ * that cannot be located leaves all of them unknown.
  */
 static void
 pcs_high_water_map_pages(PcsSegment *seg, uint32 *high, PcsUnitRun *used,
 						 int *nused, bool *all_sound)
 {
-	PcsDirectory *directory = palloc(sizeof(PcsDirectory));
+	PcsDirectory *directory;
+	uint32		directory_unit;
 	int			units = pcs_map_page_units(seg->shift);
 
-	pcs_directory_read(seg, directory);
+	switch (pcs_directory_lookup(seg, true, &directory_unit))
+	{
+		case 0:
+			return;
+		case -1:
+			if (used != NULL)
+				*all_sound = false;
+			return;
+	}
+	*high = Max(*high, directory_unit + pcs_directory_units(seg->shift));
+	if (used != NULL)
+	{
+		used[*nused].first = directory_unit;
+		used[(*nused)++].count = pcs_directory_units(seg->shift);
+	}
+
+	directory = palloc(sizeof(PcsDirectory));
+	pcs_directory_read(seg, directory_unit, directory);
 	for (int page = 0; page < PCS_MAP_PAGES; page++)
 	{
 		bool		present;
@@ -1085,7 +1182,7 @@ pcs_map_high_water(PcsSegment *seg, PcsUnitRun **used, int *nused,
 	if (used != NULL)
 	{
 		nblocks = pcs_seg_nblocks(seg);
-		*used = palloc((nblocks + PCS_MAX_DICTIONARIES + PCS_MAP_PAGES) *
+		*used = palloc((nblocks + PCS_MAX_DICTIONARIES + PCS_MAP_PAGES + 1) *
 					   sizeof(PcsUnitRun));
 		*nused = 0;
 		*all_sound = true;
