@@ -116,10 +116,11 @@ pcs_write_at(void *arg, const char *data, int len, off_t offset)
  * segment, all of it is written here.
  *
  * Where the data area begins depends on the segment's version, which only
- * the first bytes tell: it is judged from them once and kept in state.
- * First bytes too few to hold the version give version 5's end, the
- * smaller one, so that a segment of version 4 is then copied with more of
- * its map filled than it needed, and nothing of any data area is left out.
+ * the first bytes tell: they are kept in state, as they may come in more
+ * than one piece, and where the part that may stay sparse ends is judged
+ * from them (pcs_copy_sparse_end()).  Until the version has come whole,
+ * that is version 5's end, the smaller one; but those pieces all lie in
+ * the header, which is never left out, so the guess never matters.
  */
 bool
 pcs_sparse_write(PcsSparseFile *state, int fd, const char *path,
@@ -128,15 +129,23 @@ pcs_sparse_write(PcsSparseFile *state, int fd, const char *path,
 	PcsWriteTarget target = {fd, path};
 	off_t		start = state->offset;
 
+	StaticAssertStmt(PCS_SPARSE_HEAD ==
+					 offsetof(PcsHeader, version) + sizeof(uint32),
+					 "PCS_SPARSE_HEAD must take in the version");
+
 	if (start == 0)
-	{
 		state->segment = pcs_is_segment_start(data, len);
-		if (state->segment)
-			state->sparse_end = pcs_copy_sparse_end(data, len);
-	}
 	state->offset += len;
 	if (!state->segment)
 		return false;
+
+	if (start < PCS_SPARSE_HEAD)
+	{
+		int			n = Min(len, PCS_SPARSE_HEAD - (int) start);
+
+		memcpy(state->head + start, data, n);
+		state->sparse_end = pcs_copy_sparse_end(state->head, start + n);
+	}
 
 	pcs_copy_sparse(data, len, start, state->sparse_end, pcs_write_at,
 					&target);

@@ -12,6 +12,9 @@
 #ifndef PCS_FILE_H
 #define PCS_FILE_H
 
+/* The first bytes of a segment, up to the end of its version field */
+#define PCS_SPARSE_HEAD		12
+
 /*
  * A file being written from a stream, for pcs_sparse_write(); zeroed when
  * the stream starts
@@ -22,6 +25,7 @@ typedef struct PcsSparseFile
 	bool		segment;		/* does it start with the pcs magic? */
 	off_t		sparse_end;		/* end of the part that may stay sparse
 								 * (pcs_copy_sparse_end()), if segment */
+	char		head[PCS_SPARSE_HEAD];	/* the stream's first bytes */
 } PcsSparseFile;
 
 extern bool pcs_fd_is_segment(int fd, const char *path);
