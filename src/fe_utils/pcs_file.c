@@ -5,19 +5,24 @@
  *
  * A compressed segment (src/backend/storage/smgr/README.pcs) has the name
  * of a relation segment but is not a sequence of 8 kB blocks: it starts
- * with a header, then a map, then page images in 512-byte units.  Programs
- * that read or write relation files block by block (pg_checksums,
+ * with a header, then a map (versions 2 to 4) or the map's directory
+ * (version 5), then page images in units of 128 bytes (512 in version 2).
+ * Programs that read or write relation files block by block (pg_checksums,
  * pg_rewind) ask here first, and treat such files differently.  As in the
  * server, a file is compressed exactly when it begins with the pcs magic;
  * nothing is read from the catalog or from the tablespace's marker file,
  * since compressed files stay compressed wherever they are copied.
  *
- * Copies that write every byte of a compressed segment fill its map, 2 MB
- * per segment that the server leaves sparse; pcs_sparse_write() lets a
- * program that writes files from a stream (pg_basebackup, pg_upgrade
- * --copy) leave the map's pages of zeros out, and pcs_copy_file_range()
- * does the same for copies made with copy_file_range(), which copies holes
- * as zeros on file systems that cannot share extents (ext4).
+ * The server leaves the part of a segment between its header and its data
+ * area sparse: the 2 MB map of versions 2 to 4, the 4 kB directory of
+ * version 5.  Copies that write every byte of a segment fill it, 2 MB per
+ * segment of version 4; pcs_sparse_write() lets a program that writes files
+ * from a stream (pg_basebackup, pg_upgrade --copy, pg_combinebackup) leave
+ * its pages of zeros out, and pcs_copy_file_range() does the same for
+ * copies made with copy_file_range(), which copies holes as zeros on file
+ * systems that cannot share extents (ext4).  Where that part ends depends
+ * on the segment's version, which both read from its first bytes
+ * (pcs_copy_sparse_end()).
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -104,11 +109,18 @@ pcs_write_at(void *arg, const char *data, int len, off_t offset)
 /*
  * Write the next len bytes of a file that arrives as a stream (state zeroed
  * when it starts) into fd.  For a compressed segment, write them at their
- * offset with the 4 kB pages of zeros inside the map left out, and return
- * true; for any other file return false, and the caller writes them as
- * usual.  A caller that writes through stdio must not have written to the
- * file yet: once the first bytes say it is a compressed segment, all of it
- * is written here.
+ * offset with the 4 kB pages of zeros between the header and the data area
+ * left out, and return true; for any other file return false, and the
+ * caller writes them as usual.  A caller that writes through stdio must not
+ * have written to the file yet: once the first bytes say it is a compressed
+ * segment, all of it is written here.
+ *
+ * Where the data area begins depends on the segment's version, which only
+ * the first bytes tell: they are kept in state, as they may come in more
+ * than one piece, and where the part that may stay sparse ends is judged
+ * from them (pcs_copy_sparse_end()).  Until the version has come whole,
+ * that is version 5's end, the smaller one; but those pieces all lie in
+ * the header, which is never left out, so the guess never matters.
  */
 bool
 pcs_sparse_write(PcsSparseFile *state, int fd, const char *path,
@@ -117,13 +129,26 @@ pcs_sparse_write(PcsSparseFile *state, int fd, const char *path,
 	PcsWriteTarget target = {fd, path};
 	off_t		start = state->offset;
 
+	StaticAssertStmt(PCS_SPARSE_HEAD ==
+					 offsetof(PcsHeader, version) + sizeof(uint32),
+					 "PCS_SPARSE_HEAD must take in the version");
+
 	if (start == 0)
 		state->segment = pcs_is_segment_start(data, len);
 	state->offset += len;
 	if (!state->segment)
 		return false;
 
-	pcs_copy_sparse(data, len, start, PCS_V5_DATA_OFFSET, pcs_write_at, &target);
+	if (start < PCS_SPARSE_HEAD)
+	{
+		int			n = Min(len, PCS_SPARSE_HEAD - (int) start);
+
+		memcpy(state->head + start, data, n);
+		state->sparse_end = pcs_copy_sparse_end(state->head, start + n);
+	}
+
+	pcs_copy_sparse(data, len, start, state->sparse_end, pcs_write_at,
+					&target);
 	return true;
 }
 
@@ -162,39 +187,46 @@ pcs_copy_range(int src_fd, int dest_fd, const char *src, const char *dest,
 
 /*
  * Copy the open file src into the empty file dest with copy_file_range() if
- * it is a compressed segment: its header and data area whole, of its map
- * only the ranges that hold data (pcs_next_data_range()).
- * Leaves src_fd's offset at its end, so that a caller's loop copying from
- * the current offset to the end finds nothing more to copy.  Returns false,
- * having copied nothing, for any other file.
+ * it is a compressed segment: its header whole, of the part below its data
+ * area that the server leaves sparse (pcs_copy_sparse_end(): the map of
+ * versions 2 to 4, the directory of version 5) only the ranges that hold
+ * data (pcs_next_data_range()), and from there on the rest of the file
+ * whole, its data area being allocated ahead on purpose.  Leaves src_fd's
+ * offset at its end, so that a caller's loop copying from the current
+ * offset to the end finds nothing more to copy.  Returns false, having
+ * copied nothing, for any other file.
  */
 bool
 pcs_copy_file_range(int src_fd, int dest_fd, const char *src,
 					const char *dest)
 {
+	char		head[offsetof(PcsHeader, version) + sizeof(uint32)];
 	struct stat st;
-	off_t		map_end;
+	ssize_t		r;
+	off_t		sparse_end;
 	off_t		pos;
 	off_t		data;
 	off_t		hole;
 
-	if (!pcs_fd_is_segment(src_fd, src))
+	r = pg_pread(src_fd, head, sizeof(head), 0);
+	if (r < 0)
+		pg_fatal("could not read file \"%s\": %m", src);
+	if (!pcs_is_segment_start(head, r))
 		return false;
 	if (fstat(src_fd, &st) < 0)
 		pg_fatal("could not stat file \"%s\": %m", src);
+	sparse_end = Min(st.st_size, pcs_copy_sparse_end(head, r));
 
 	pcs_copy_range(src_fd, dest_fd, src, dest, 0,
-				   Min(st.st_size, PCS_V4_MAP_OFFSET));
-	map_end = Min(st.st_size, PCS_V4_DATA_OFFSET);
-	for (pos = PCS_V4_MAP_OFFSET;
-		 pcs_next_data_range(src_fd, pos, map_end, &data, &hole);
+				   Min(st.st_size, PCS_HEADER_SIZE));
+	for (pos = PCS_HEADER_SIZE;
+		 pcs_next_data_range(src_fd, pos, sparse_end, &data, &hole);
 		 pos = hole)
 		pcs_copy_range(src_fd, dest_fd, src, dest, data, hole);
-	if (st.st_size > PCS_V4_DATA_OFFSET)
-		pcs_copy_range(src_fd, dest_fd, src, dest, PCS_V4_DATA_OFFSET,
-					   st.st_size);
+	if (st.st_size > sparse_end)
+		pcs_copy_range(src_fd, dest_fd, src, dest, sparse_end, st.st_size);
 
-	/* the copy may end in a hole of the map */
+	/* the copy may end in a hole below the data area */
 	if (ftruncate(dest_fd, st.st_size) != 0)
 		pg_fatal("could not write to file \"%s\": %m", dest);
 	if (lseek(src_fd, st.st_size, SEEK_SET) < 0)

@@ -10,8 +10,10 @@
  * bit 0x80 asks the harness to recompute the checksums the input carries,
  * so that mutations get past them and reach the code behind them):
  *
- *	 0 header	   the rest is a segment header: pcs_header_check(),
- *				   pcs_header_other_version(), pcs_nblocks_decode()
+ *	 0 header	   a segment header (512 bytes, below): pcs_header_check(),
+ *				   pcs_header_other_version(), pcs_nblocks_decode(); then,
+ *				   if the input goes on, a format 5 directory slot (8
+ *				   bytes) and a map page number (2): pcs_directory_decode()
  *	 1 entry	   segblock (4 bytes), unit limit (4), a map entry (16):
  *				   pcs_entry_check(), with format 3's units, or with
  *				   format 2's if bit 0x40 of the first byte is set
@@ -141,9 +143,7 @@ fixup_header(PcsHeader *header, uint32 max_blocks)
 {
 	header->header_crc = crc_of(header, offsetof(PcsHeader, header_crc),
 								NULL, 0);
-	if (header->version != PCS_FORMAT_VERSION &&
-		header->version != PCS_FORMAT_VERSION_3 &&
-		header->version != PCS_FORMAT_VERSION_2)
+	if (!pcs_version_known(header->version))
 		return;
 	for (int copy = 0; copy < pcs_header_nblocks_copies(header); copy++)
 	{
@@ -169,9 +169,7 @@ fixup_entry(PcsMapEntry *entry, BlockNumber segblock)
 static void
 verify_accepted_header(const PcsHeader *h)
 {
-	if (h->magic != PCS_MAGIC ||
-		(h->version != PCS_FORMAT_VERSION && h->version != PCS_FORMAT_VERSION_3 &&
-		 h->version != PCS_FORMAT_VERSION_2))
+	if (h->magic != PCS_MAGIC || !pcs_version_known(h->version))
 		fuzz_fail("accepted a header with a foreign magic or version");
 	if (h->algorithm != PCS_ALGO_ZSTD && h->algorithm != PCS_ALGO_LZ4)
 		fuzz_fail("accepted a header with an unknown algorithm");
@@ -231,13 +229,11 @@ fuzz_header(const uint8_t *data, size_t size, bool fixup)
 		if (version != 0)
 			fuzz_fail("accepted a header and called it of another version");
 	}
-	else if (version == PCS_FORMAT_VERSION || version == PCS_FORMAT_VERSION_3 ||
-			 version == PCS_FORMAT_VERSION_2)
+	else if (pcs_version_known(version))
 		fuzz_fail("called a header of a version this build reads one of another");
 
 	/* a block count the words vouch for is one pcs.c can use */
-	if (h->version == PCS_FORMAT_VERSION || h->version == PCS_FORMAT_VERSION_3 ||
-		h->version == PCS_FORMAT_VERSION_2)
+	if (pcs_version_known(h->version))
 	{
 		for (int copy = 0; copy < pcs_header_nblocks_copies(h); copy++)
 		{
@@ -253,6 +249,38 @@ fuzz_header(const uint8_t *data, size_t size, bool fixup)
 		if (pcs_nblocks_read(h, 0, &nblocks, &sound) == PCS_SOUND &&
 			(nblocks > RELSEG_SIZE || sound < 1))
 			fuzz_fail("read a block count no sound copy holds");
+	}
+
+	/*
+	 * A directory slot, of a header that passed its check as the storage
+	 * manager reads slots only then: one the check accepts locates a whole
+	 * map page below the last unit, and is the slot the format layer writes
+	 * for it.
+	 */
+	if (size >= FUZZ_HEADER_BYTES + 8 + 2 && pcs_header_check(h) == PCS_SOUND)
+	{
+		uint64		slot;
+		int			page;
+		bool		present;
+		uint32		unit;
+
+		memcpy(&slot, data + FUZZ_HEADER_BYTES, sizeof(slot));
+		page = (int) ((data[FUZZ_HEADER_BYTES + 8] |
+					   (data[FUZZ_HEADER_BYTES + 9] << 8)) % PCS_MAP_PAGES);
+		if (fixup && slot != 0)
+			slot = pcs_directory_word(h, 0, page, ~(uint32) slot);
+		if (pcs_directory_decode(h, 0, page, slot, &present,
+								 &unit) == PCS_SOUND)
+		{
+			if (!present && slot != 0)
+				fuzz_fail("took a slot that is not zeros for no map page");
+			if (present &&
+				((uint64) unit + pcs_map_page_units(h->unit_shift) > PG_UINT32_MAX ||
+				 pcs_directory_word(h, 0, page, unit) != slot))
+				fuzz_fail("accepted a directory slot the storage manager cannot use");
+		}
+		else if (slot == 0)
+			fuzz_fail("refused a slot of zeros");
 	}
 	free(h);
 }

@@ -2,8 +2,10 @@
  *
  * pcs_format_test.c
  *	  Unit tests of the page-compressed storage format layer (pcs_format.c
- *	  and its siblings): header and map-entry validation, the page codec,
- *	  allocation sizes, the incompressibility estimate.
+ *	  and its siblings): header and map-entry validation, the layout of
+ *	  each format version and format 5's map directory, what copies may
+ *	  leave sparse, the page codec, allocation sizes, the
+ *	  incompressibility estimate.
  *
  * Built and run by test/pcs/001_pcs_format_unit.pl against the installed
  * server headers; prints TAP.  The format layer does no I/O and raises no
@@ -89,7 +91,7 @@ test_problem_messages(void)
 {
 	bool		ok = true;
 
-	for (int p = PCS_SOUND + 1; p <= PCS_IMAGE_CANNOT_JOIN; p++)
+	for (int p = PCS_SOUND + 1; p <= PCS_DIRECTORY_BAD_UNIT; p++)
 	{
 		const char *m = pcs_problem_message((PcsProblem) p);
 
@@ -346,7 +348,8 @@ test_version_2(void)
 
 /*
  * Where entries lie: in the header's sectors 5 to 7 for a segment's first
- * blocks in version 4, in the map otherwise and in versions 2 and 3
+ * blocks from version 4 on; the others in map pages found through the
+ * directory in version 5, in the map at its fixed place in versions 2 to 4
  */
 static void
 test_entry_place(void)
@@ -354,20 +357,15 @@ test_entry_place(void)
 	PcsHeader	h;
 
 	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 0);
-	check(h.version == PCS_FORMAT_VERSION && PCS_FORMAT_VERSION == 4 &&
+	check(h.version == PCS_FORMAT_VERSION && PCS_FORMAT_VERSION == 5 &&
 		  pcs_header_check(&h) == PCS_SOUND,
-		  "new headers are of version 4");
-	check(pcs_header_entries(&h) == 96 && PCS_HEADER_ENTRIES == 96,
-		  "version 4 keeps the entries of 96 blocks in its header");
+		  "new headers are of version 5");
+	check(pcs_header_entries(&h) == 96 && PCS_HEADER_ENTRIES == 96 &&
+		  pcs_header_has_directory(&h),
+		  "version 5 keeps the entries of 96 blocks in its header, the rest through its directory");
 	check(pcs_entry_offset(&h, 0) == 5 * PCS_SECTOR_SIZE &&
-		  pcs_entry_offset(&h, 95) + PCS_ENTRY_SIZE == PCS_HEADER_SIZE &&
-		  pcs_entry_offset(&h, 96) == PCS_MAP_OFFSET + 96 * PCS_ENTRY_SIZE &&
-		  pcs_entry_offset(&h, RELSEG_SIZE - 1) + PCS_ENTRY_SIZE == PCS_DATA_OFFSET,
-		  "block 0 to 95 in sectors 5 to 7, block 96 on in the map, in place");
-	check((char *) pcs_entry_slot(&h, 0) - (char *) &h == pcs_entry_offset(&h, 0) &&
-		  (char *) pcs_entry_slot(&h, 95) - (char *) &h == pcs_entry_offset(&h, 95) &&
-		  (char *) pcs_entry_slot(&h, 96) - (char *) &h == pcs_entry_offset(&h, 96),
-		  "an entry's slot in a mapping lies at its file offset");
+		  pcs_entry_offset(&h, 95) + PCS_ENTRY_SIZE == PCS_HEADER_SIZE,
+		  "version 5: block 0 to 95 in sectors 5 to 7");
 	{
 		bool		empty = true;
 
@@ -376,19 +374,302 @@ test_entry_place(void)
 		check(empty, "a new header's entries are empty");
 	}
 
+	h.version = PCS_FORMAT_VERSION_4;
+	reseal_header(&h);
+	check(pcs_header_check(&h) == PCS_SOUND && pcs_header_other_version(&h) == 0 &&
+		  pcs_header_entries(&h) == 96 && !pcs_header_has_directory(&h),
+		  "a version 4 header is read, with the entries of 96 blocks in it and no directory");
+	check(pcs_entry_offset(&h, 0) == 5 * PCS_SECTOR_SIZE &&
+		  pcs_entry_offset(&h, 95) + PCS_ENTRY_SIZE == PCS_HEADER_SIZE &&
+		  pcs_entry_offset(&h, 96) == PCS_V4_MAP_OFFSET + 96 * PCS_ENTRY_SIZE &&
+		  pcs_entry_offset(&h, RELSEG_SIZE - 1) + PCS_ENTRY_SIZE == PCS_V4_DATA_OFFSET,
+		  "version 4: block 0 to 95 in sectors 5 to 7, block 96 on in the map, in place");
+	check((char *) pcs_entry_slot(&h, 0) - (char *) &h == pcs_entry_offset(&h, 0) &&
+		  (char *) pcs_entry_slot(&h, 95) - (char *) &h == pcs_entry_offset(&h, 95) &&
+		  (char *) pcs_entry_slot(&h, 96) - (char *) &h == pcs_entry_offset(&h, 96),
+		  "version 4: an entry's slot in a mapping lies at its file offset");
+
 	h.version = PCS_FORMAT_VERSION_3;
 	reseal_header(&h);
 	check(pcs_header_check(&h) == PCS_SOUND && pcs_header_other_version(&h) == 0 &&
-		  pcs_header_entries(&h) == 0 &&
-		  pcs_entry_offset(&h, 0) == PCS_MAP_OFFSET &&
-		  pcs_entry_offset(&h, 95) == PCS_MAP_OFFSET + 95 * PCS_ENTRY_SIZE,
+		  pcs_header_entries(&h) == 0 && !pcs_header_has_directory(&h) &&
+		  pcs_entry_offset(&h, 0) == PCS_V4_MAP_OFFSET &&
+		  pcs_entry_offset(&h, 95) == PCS_V4_MAP_OFFSET + 95 * PCS_ENTRY_SIZE,
 		  "a version 3 header is read, with every entry in the map");
 	h.version = PCS_FORMAT_VERSION_2;
 	h.unit_shift = PCS_V2_UNIT_SHIFT;
 	h.flags = 0;
 	reseal_header(&h);
-	check(pcs_header_check(&h) == PCS_SOUND && pcs_header_entries(&h) == 0,
+	check(pcs_header_check(&h) == PCS_SOUND && pcs_header_entries(&h) == 0 &&
+		  !pcs_header_has_directory(&h),
 		  "so is a version 2 header");
+}
+
+/*
+ * The file's layout in each version: where the data area, a unit and a map
+ * page's entries lie
+ */
+static void
+test_layout(void)
+{
+	PcsHeader	h5;
+	PcsHeader	h;
+
+	check(PCS_DIRECTORY_OFFSET == PCS_HEADER_SIZE &&
+		  PCS_DIRECTORY_SIZE % 4096 == 0 &&
+		  PCS_DIRECTORY_SIZE >= PCS_MAP_PAGES * sizeof(uint64) &&
+		  sizeof(PcsDirectory) == PCS_DIRECTORY_SIZE &&
+		  PCS_V5_DATA_OFFSET == PCS_DIRECTORY_OFFSET + PCS_DIRECTORY_SIZE,
+		  "version 5's directory follows the header, in whole 4 kB pages, then the data area");
+	check(PCS_MAP_PAGE_ENTRIES == 256 &&
+		  (int64) PCS_MAP_PAGES * PCS_MAP_PAGE_ENTRIES >= RELSEG_SIZE &&
+		  (int64) (PCS_MAP_PAGES - 1) * PCS_MAP_PAGE_ENTRIES < RELSEG_SIZE,
+		  "a map page holds 256 entries, and there are just enough for a segment");
+	if (RELSEG_SIZE == 131072 && BLCKSZ == 8192)
+		check(PCS_MAP_PAGES == 512 && PCS_DIRECTORY_SIZE == 4096 &&
+			  PCS_V5_DATA_OFFSET == 8192 &&
+			  PCS_V4_DATA_OFFSET == 4096 + 2 * 1024 * 1024,
+			  "segments of 1 GB: a 4 kB directory, version 5's data at 8 kB, version 4's at 4 kB + 2 MB");
+	check(pcs_map_page_of(0) == 0 && pcs_map_page_of(95) == 0 &&
+		  pcs_map_page_of(255) == 0 && pcs_map_page_of(256) == 1 &&
+		  pcs_map_page_of(RELSEG_SIZE - 1) == PCS_MAP_PAGES - 1,
+		  "the map page of a block");
+	check(pcs_map_page_units(PCS_UNIT_SHIFT) == 32 &&
+		  pcs_map_page_units(PCS_V2_UNIT_SHIFT) == 8,
+		  "a map page takes 32 units of 128 bytes (8 of 512)");
+
+	pcs_header_init(&h5, PCS_ALGO_ZSTD, 1, 0);
+	h = h5;
+	check(pcs_data_offset(&h5) == PCS_V5_DATA_OFFSET &&
+		  pcs_unit_offset(&h5, 0) == PCS_V5_DATA_OFFSET &&
+		  pcs_unit_offset(&h5, 3) == PCS_V5_DATA_OFFSET + 3 * 128 &&
+		  pcs_unit_offset(&h5, PG_UINT32_MAX) ==
+		  PCS_V5_DATA_OFFSET + ((off_t) PG_UINT32_MAX << PCS_UNIT_SHIFT),
+		  "version 5: the data area at PCS_V5_DATA_OFFSET, units of 128 bytes, no overflow");
+	check(pcs_map_page_entry_offset(&h5, 10, 96) ==
+		  pcs_unit_offset(&h5, 10) + 96 * PCS_ENTRY_SIZE &&
+		  pcs_map_page_entry_offset(&h5, 10, 256 + 7) ==
+		  pcs_unit_offset(&h5, 10) + 7 * PCS_ENTRY_SIZE &&
+		  pcs_map_page_entry_offset(&h5, 10, 511) + PCS_ENTRY_SIZE ==
+		  pcs_unit_offset(&h5, 10 + pcs_map_page_units(PCS_UNIT_SHIFT)),
+		  "version 5: a block's entry lies in its map page at its place in the page");
+
+	h.version = PCS_FORMAT_VERSION_4;
+	reseal_header(&h);
+	check(pcs_data_offset(&h) == PCS_V4_DATA_OFFSET &&
+		  pcs_unit_offset(&h, 3) == PCS_V4_DATA_OFFSET + 3 * 128,
+		  "version 4: the data area after the map");
+	h.version = PCS_FORMAT_VERSION_3;
+	reseal_header(&h);
+	check(pcs_data_offset(&h) == PCS_V4_DATA_OFFSET,
+		  "version 3: the data area after the map");
+	h.version = PCS_FORMAT_VERSION_2;
+	h.unit_shift = PCS_V2_UNIT_SHIFT;
+	h.flags = 0;
+	reseal_header(&h);
+	check(pcs_header_check(&h) == PCS_SOUND &&
+		  pcs_data_offset(&h) == PCS_V4_DATA_OFFSET &&
+		  pcs_unit_offset(&h, 3) == PCS_V4_DATA_OFFSET + 3 * 512,
+		  "version 2: the data area after the map, units of 512 bytes");
+}
+
+/* Format 5's directory slots: round trip, absence, every kind of damage */
+static void
+test_directory_word(void)
+{
+	PcsHeader	h;
+	PcsHeader	other;
+	const int	pages[] = {0, 1, 17, PCS_MAP_PAGES - 1};
+	const uint32 units[] = {0, 1, 32, 123456, PG_UINT32_MAX - 32};
+	bool		round_trip = true;
+	bool		moved_caught = true;
+	bool		flips_caught = true;
+	bool		present = true;
+	uint32		unit = 1;
+	uint64		word;
+
+	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 7);
+	pcs_header_init(&other, PCS_ALGO_LZ4, 0, 7);
+
+	for (int i = 0; i < lengthof(pages); i++)
+	{
+		for (int j = 0; j < lengthof(units); j++)
+		{
+			int			k = pages[i];
+
+			word = pcs_directory_word(&h, 7, k, units[j]);
+			if (word == 0 ||
+				pcs_directory_decode(&h, 7, k, word, &present,
+									 &unit) != PCS_SOUND ||
+				!present || unit != units[j])
+				round_trip = false;
+
+			/* another page's slot, another segment's, another file's */
+			if (pcs_directory_decode(&h, 7, (k + 1) % PCS_MAP_PAGES, word,
+									 &present, &unit) != PCS_DIRECTORY_BAD_SLOT ||
+				pcs_directory_decode(&h, 8, k, word, &present,
+									 &unit) != PCS_DIRECTORY_BAD_SLOT ||
+				pcs_directory_decode(&other, 7, k, word, &present,
+									 &unit) != PCS_DIRECTORY_BAD_SLOT)
+				moved_caught = false;
+
+			for (int bit = 0; bit < 64; bit++)
+			{
+				uint64		flipped = word ^ (UINT64CONST(1) << bit);
+
+				if (pcs_directory_decode(&h, 7, k, flipped, &present,
+										 &unit) == PCS_SOUND)
+					flips_caught = false;
+			}
+		}
+	}
+	check(round_trip, "a directory slot is never zero and gives its unit back, unit 0 too");
+	check(moved_caught, "a slot of another page, segment or file fails its check");
+	check(flips_caught, "any one flipped bit of a slot fails its check");
+
+	check(pcs_directory_decode(&h, 7, 3, 0, &present, &unit) == PCS_SOUND &&
+		  !present && unit == 0,
+		  "a slot of zeros is sound: the map page does not exist");
+	check((uint32) pcs_directory_word(&h, 7, 3, 0) == PG_UINT32_MAX,
+		  "a slot holds the complement of the page's unit in its low half");
+
+	word = pcs_directory_word(&h, 7, 3, PG_UINT32_MAX - 31);
+	check(pcs_directory_decode(&h, 7, 3, word, &present,
+							   &unit) == PCS_DIRECTORY_BAD_UNIT && !present,
+		  "a slot whose page would end past the last unit is refused");
+	word = pcs_directory_word(&h, 7, 3, PG_UINT32_MAX - 32);
+	check(pcs_directory_decode(&h, 7, 3, word, &present, &unit) == PCS_SOUND &&
+		  present && unit == PG_UINT32_MAX - 32,
+		  "a page ending at the last unit is taken");
+}
+
+/* A run of bytes pcs_copy_sparse() asked to write */
+typedef struct CopyRuns
+{
+	char	   *copy;			/* the copy, of the original's length */
+	int			nruns;
+	off_t		start[16];
+	int			len[16];
+} CopyRuns;
+
+static void
+copy_run(void *arg, const char *data, int len, off_t offset)
+{
+	CopyRuns   *runs = (CopyRuns *) arg;
+
+	memcpy(runs->copy + offset, data, len);
+	if (runs->nruns < lengthof(runs->start))
+	{
+		runs->start[runs->nruns] = offset;
+		runs->len[runs->nruns] = len;
+	}
+	runs->nruns++;
+}
+
+/*
+ * What a copy of a segment may leave as holes: only zeros between the header
+ * and the data area of the segment's version (pcs_copy_sparse_end())
+ */
+static void
+test_copy_sparse(void)
+{
+	PGAlignedBlock hbuf;
+	PcsHeader  *h = (PcsHeader *) hbuf.data;
+	char	   *zeros = calloc(1, PCS_HEADER_SIZE);
+	char	   *file;
+	CopyRuns	runs;
+	off_t		end5;
+	off_t		end4;
+	bool		never;
+	int			len;
+
+	pcs_header_init(h, PCS_ALGO_ZSTD, 1, 0);
+	end5 = pcs_copy_sparse_end(hbuf.data, PCS_HEADER_SIZE);
+	h->version = PCS_FORMAT_VERSION_4;
+	end4 = pcs_copy_sparse_end(hbuf.data, PCS_HEADER_SIZE);
+	check(end5 == PCS_V5_DATA_OFFSET && end4 == PCS_V4_DATA_OFFSET,
+		  "copies leave sparse up to version 5's or version 4's data area");
+	h->version = PCS_FORMAT_VERSION_3;
+	end4 = pcs_copy_sparse_end(hbuf.data, 12);
+	h->version = PCS_FORMAT_VERSION_2;
+	check(end4 == PCS_V4_DATA_OFFSET &&
+		  pcs_copy_sparse_end(hbuf.data, 12) == PCS_V4_DATA_OFFSET,
+		  "and to version 4's for versions 2 and 3, judged by 12 first bytes");
+	check(pcs_copy_sparse_end(hbuf.data, 11) == PCS_V5_DATA_OFFSET &&
+		  pcs_copy_sparse_end(hbuf.data, 8) == PCS_V5_DATA_OFFSET &&
+		  pcs_copy_sparse_end(hbuf.data, 0) == PCS_V5_DATA_OFFSET,
+		  "first bytes too few to hold the version give version 5's end, the smaller");
+	h->version = PCS_FORMAT_VERSION + 1;
+	end5 = pcs_copy_sparse_end(hbuf.data, PCS_HEADER_SIZE);
+	h->version = 1;
+	check(end5 == PCS_V5_DATA_OFFSET &&
+		  pcs_copy_sparse_end(hbuf.data, PCS_HEADER_SIZE) == PCS_V5_DATA_OFFSET,
+		  "so does a version this build does not know");
+
+	check(!pcs_copy_can_skip(zeros, 0, PCS_HEADER_SIZE, PCS_V5_DATA_OFFSET) &&
+		  !pcs_copy_can_skip(zeros, 0, PCS_HEADER_SIZE, PCS_V4_DATA_OFFSET),
+		  "the header is never skipped, even as zeros");
+	check(pcs_copy_can_skip(zeros, PCS_DIRECTORY_OFFSET, PCS_HEADER_SIZE,
+							PCS_V5_DATA_OFFSET) &&
+		  pcs_copy_can_skip(zeros, PCS_V4_DATA_OFFSET - PCS_HEADER_SIZE,
+							PCS_HEADER_SIZE, PCS_V4_DATA_OFFSET) &&
+		  pcs_copy_can_skip(zeros, PCS_V5_DATA_OFFSET, PCS_HEADER_SIZE,
+							PCS_V4_DATA_OFFSET),
+		  "zeros of version 5's directory, of version 4's map are skipped");
+	zeros[100] = 1;
+	check(!pcs_copy_can_skip(zeros, PCS_DIRECTORY_OFFSET, PCS_HEADER_SIZE,
+							 PCS_V5_DATA_OFFSET),
+		  "a page of the directory that is not all zeros is kept");
+	zeros[100] = 0;
+	never = true;
+	for (off_t off = PCS_V5_DATA_OFFSET;
+		 off < PCS_V4_DATA_OFFSET + 4 * PCS_HEADER_SIZE;
+		 off += PCS_HEADER_SIZE / 2)
+	{
+		if (pcs_copy_can_skip(zeros, off, PCS_HEADER_SIZE / 2, end5) ||
+			pcs_copy_can_skip(zeros, off, 1, end5))
+			never = false;
+	}
+	check(never && !pcs_copy_can_skip(zeros, PCS_DIRECTORY_OFFSET + 1,
+									  PCS_DIRECTORY_SIZE, end5),
+		  "no byte of version 5's data area is skipped, not even where version 4's map lay");
+	check(!pcs_copy_can_skip(zeros, PCS_V4_DATA_OFFSET, PCS_HEADER_SIZE,
+							 PCS_V4_DATA_OFFSET),
+		  "nor of version 4's data area");
+
+	/*
+	 * A version 5 file of header, directory and a zeroed map page: only the
+	 * directory is left out
+	 */
+	len = PCS_HEADER_SIZE + PCS_DIRECTORY_SIZE + PCS_MAP_PAGE_SIZE;
+	file = calloc(1, len);
+	pcs_header_init(h, PCS_ALGO_ZSTD, 1, 0);
+	memcpy(file, hbuf.data, PCS_HEADER_SIZE);
+	memset(&runs, 0, sizeof(runs));
+	runs.copy = calloc(1, len);
+	pcs_copy_sparse(file, len, 0, pcs_copy_sparse_end(file, len), copy_run,
+					&runs);
+	check(runs.nruns == 2 && runs.start[0] == 0 &&
+		  runs.len[0] == PCS_HEADER_SIZE &&
+		  runs.start[1] == PCS_V5_DATA_OFFSET &&
+		  runs.len[1] == PCS_MAP_PAGE_SIZE &&
+		  memcmp(runs.copy, file, len) == 0,
+		  "a version 5 copy writes the header and the data area, not the zeroed directory");
+	free(runs.copy);
+
+	/* the same bytes as version 4: its map's zeros are left out too */
+	((PcsHeader *) file)->version = PCS_FORMAT_VERSION_4;
+	memset(&runs, 0, sizeof(runs));
+	runs.copy = calloc(1, len);
+	pcs_copy_sparse(file, len, 0, pcs_copy_sparse_end(file, len), copy_run,
+					&runs);
+	check(runs.nruns == 1 && runs.start[0] == 0 &&
+		  runs.len[0] == PCS_HEADER_SIZE &&
+		  memcmp(runs.copy, file, len) == 0,
+		  "a version 4 copy writes the header, not the zeroed map");
+	free(runs.copy);
+	free(file);
+	free(zeros);
 }
 
 /* Is the allocation word of h sound for segment 5 and generation 77? */
@@ -1726,6 +2007,9 @@ main(void)
 	test_header();
 	test_other_version();
 	test_entry_place();
+	test_layout();
+	test_directory_word();
+	test_copy_sparse();
 	test_nblocks_word();
 	test_nblocks_copies();
 	test_generation_word();

@@ -6,11 +6,21 @@
  *
  * A compressed segment is not a sequence of 8 kB blocks (README.pcs in
  * src/backend/storage/smgr): a header, a map with one entry per block, and
- * page images in units of 128 bytes (512 in format 2), and the
- * segment's compression dictionaries, which some images are compressed with.  So each page is found through its map
- * entry, its image checked against the entry's CRC32C, decompressed, and
- * the page checksum computed on the page the server would see.  Damaged
- * headers, entries and images count as bad blocks, like wrong checksums.
+ * page images in units of 128 bytes (512 in format 2), and the segment's
+ * compression dictionaries, which some images are compressed with.  So
+ * each page is found through its map entry, its image checked against the
+ * entry's CRC32C, decompressed, and the page checksum computed on the page
+ * the server would see.  Damaged headers, directory slots, entries and
+ * images count as bad blocks, like wrong checksums.
+ *
+ * Where the entries lie depends on the format version: a segment's first
+ * PCS_HEADER_ENTRIES blocks have theirs in the header (version 4 on); the
+ * others in a map of fixed place between the header and the data area
+ * (versions 2 to 4), or in map pages of the data area that the directory
+ * in the file's second 4 kB block locates (version 5).  The directory is
+ * read once per file (PcsMapPages).  A map page's units are used, not free
+ * space, even where they lie past the end of the file: a crash may leave
+ * a page's slot written before the file grew to hold the page.
  *
  * Enabling checksums rewrites the image of every page whose checksum
  * changes, recompressed with the segment's own algorithm and level.  Each
@@ -68,6 +78,17 @@ pcs_write_at(int fd, const char *fn, const void *buf, size_t len,
 				 fn, w, len);
 	}
 }
+
+/*
+ * Where the pages of the map of a segment of version 5 lie, as its
+ * directory says, and which of them pg_checksums changed
+ */
+typedef struct PcsMapPages
+{
+	bool		present[PCS_MAP_PAGES]; /* the slot locates a page */
+	uint32		unit[PCS_MAP_PAGES];	/* its first unit, if present */
+	bool		dirty[PCS_MAP_PAGES];	/* entries of it were rewritten */
+} PcsMapPages;
 
 /*
  * Dictionary number of segment segmentno (header as read from it), prepared
@@ -141,30 +162,131 @@ pcs_read_page(int fd, const char *fn, const PcsHeader *header,
 }
 
 /*
+ * Read the directory of segment segmentno, of version 5, into pages: once
+ * per file.  Every slot is decoded, not only those of pages that hold
+ * entries of blocks below the block count: pages are never freed, so a
+ * truncated segment keeps the pages of its former blocks, and their units
+ * are in use too.  A slot that fails its check is damage of the segment:
+ * its page's entries cannot be found, and neither can the units it takes.
+ * It is reported, its page taken for one without entries, and counted in
+ * *bad; when enabling it stops the program before anything of the file is
+ * changed, as a damaged header does.  Returns the unit past the last one
+ * of any map page (0 if there is none).
+ */
+static uint32
+pcs_read_directory(int fd, const char *fn, const PcsHeader *header,
+				   int segmentno, bool enable, PcsMapPages *pages,
+				   int64 *bad)
+{
+	PcsDirectory *directory = pg_malloc0(sizeof(PcsDirectory));
+	int			page_units = pcs_map_page_units(header->unit_shift);
+	uint32		map_end = 0;
+
+	/* a new segment's directory is a hole or past the end: zeros, no pages */
+	(void) pcs_read_at(fd, fn, directory, sizeof(PcsDirectory),
+					   PCS_DIRECTORY_OFFSET);
+	memset(pages, 0, sizeof(PcsMapPages));
+	for (int k = 0; k < PCS_MAP_PAGES; k++)
+	{
+		PcsProblem	problem;
+		BlockNumber first = (BlockNumber) k * PCS_MAP_PAGE_ENTRIES;
+		BlockNumber last = Min(first + PCS_MAP_PAGE_ENTRIES,
+							   RELSEG_SIZE) - 1;
+
+		problem = pcs_directory_decode(header, segmentno, k,
+									   directory->slots[k],
+									   &pages->present[k], &pages->unit[k]);
+		if (problem != PCS_SOUND)
+		{
+			if (enable)
+				pg_fatal("cannot enable checksums in file \"%s\": invalid directory slot of the map page of blocks %u to %u: %s",
+						 fn, first, last, _(pcs_problem_message(problem)));
+			pg_log_error("invalid directory slot in file \"%s\", map page of blocks %u to %u: %s",
+						 fn, first, last, _(pcs_problem_message(problem)));
+			(*bad)++;
+			continue;
+		}
+		if (pages->present[k])
+			map_end = Max(map_end, pages->unit[k] + page_units);
+	}
+	pg_free(directory);
+	return map_end;
+}
+
+/*
+ * Read the entries of blocks [first, first + count) of a segment from the
+ * file at offset into map[first...]; entries past the end of the file are
+ * empty (map[] is zeroed).  Only a version 5 map page may end there: its
+ * slot can reach disk before the page (see above).
+ */
+static void
+pcs_read_entries(int fd, const char *fn, const PcsHeader *header,
+				 PcsMapEntry *map, BlockNumber first, BlockNumber count,
+				 off_t offset)
+{
+	size_t		len = count * sizeof(PcsMapEntry);
+
+	if (pcs_read_at(fd, fn, map + first, len, offset) != len &&
+		!pcs_header_has_directory(header))
+		pg_fatal("could not read the map of compressed segment \"%s\"", fn);
+}
+
+/*
  * Read (or write) the entries of blocks [0, nblocks) of a segment from (or
- * to) map[]: those the header holds (version 4) from its copy in header,
- * the rest from the map in the file.
+ * to) map[]: those the header holds (version 4 on) from its copy in header,
+ * the rest from the map in the file, at its fixed place (versions 2 to 4)
+ * or in the map pages pages locates (version 5).  Version 5's entries are
+ * written only for the pages marked dirty: the others did not change, and
+ * the pages of absent slots hold none.
  */
 static void
 pcs_transfer_entries(int fd, const char *fn, PcsHeader *header,
-					 PcsMapEntry *map, BlockNumber nblocks, bool write)
+					 const PcsMapPages *pages, PcsMapEntry *map,
+					 BlockNumber nblocks, bool write)
 {
 	BlockNumber in_header = Min(nblocks, pcs_header_entries(header));
-	size_t		len = (nblocks - in_header) * sizeof(PcsMapEntry);
-	off_t		offset = pcs_entry_offset(header, in_header);
 
-	if (write)
+	if (write && in_header > 0)
+		pcs_write_at(fd, fn, map, in_header * sizeof(PcsMapEntry),
+					 pcs_entry_offset(header, 0));
+	else if (!write)
+		memcpy(map, header->entries, in_header * sizeof(PcsMapEntry));
+	if (nblocks <= in_header)
+		return;
+
+	if (!pcs_header_has_directory(header))
 	{
-		if (in_header > 0)
-			pcs_write_at(fd, fn, map, in_header * sizeof(PcsMapEntry),
-						 pcs_entry_offset(header, 0));
-		if (len > 0)
-			pcs_write_at(fd, fn, map + in_header, len, offset);
+		BlockNumber count = nblocks - in_header;
+		off_t		offset = pcs_entry_offset(header, in_header);
+
+		if (write)
+			pcs_write_at(fd, fn, map + in_header,
+						 count * sizeof(PcsMapEntry), offset);
+		else
+			pcs_read_entries(fd, fn, header, map, in_header, count, offset);
 		return;
 	}
-	memcpy(map, header->entries, in_header * sizeof(PcsMapEntry));
-	if (len > 0 && pcs_read_at(fd, fn, map + in_header, len, offset) != len)
-		pg_fatal("could not read the map of compressed segment \"%s\"", fn);
+
+	for (int k = pcs_map_page_of(in_header);
+		 k <= pcs_map_page_of(nblocks - 1); k++)
+	{
+		BlockNumber first = Max((BlockNumber) k * PCS_MAP_PAGE_ENTRIES,
+								in_header);
+		BlockNumber end = Min((BlockNumber) (k + 1) * PCS_MAP_PAGE_ENTRIES,
+							  nblocks);
+		off_t		offset;
+
+		/* an absent page's entries are all empty; a damaged slot's unknown */
+		if (!pages->present[k] || (write && !pages->dirty[k]))
+			continue;
+		offset = pcs_map_page_entry_offset(header, pages->unit[k], first);
+		if (write)
+			pcs_write_at(fd, fn, map + first,
+						 (end - first) * sizeof(PcsMapEntry), offset);
+		else
+			pcs_read_entries(fd, fn, header, map, first, end - first,
+							 offset);
+	}
 }
 
 /*
@@ -182,6 +304,7 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 	PcsChecksumCounts counts = {0};
 	PGAlignedBlock hbuf;
 	PcsHeader  *header = (PcsHeader *) hbuf.data;
+	PcsMapPages *pages = NULL;
 	PcsMapEntry *map;
 	PcsCodecState codec = {0};	/* as the server learns per segment */
 	PcsDict    *dicts[PCS_MAX_DICTIONARIES + 1] = {0};
@@ -191,24 +314,33 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 	BlockNumber nblocks = 0;
 	int			sound_copies;
 	int			shift;
+	off_t		data_offset;
+	off_t		data_bytes;
 	uint32		unit_limit;
 	uint32		next_unit;
+	uint32		map_end = 0;
 
 	if (fstat(fd, &st) < 0)
 		pg_fatal("could not stat file \"%s\": %m", fn);
 	counts.bytes = st.st_size;
 
+	/*
+	 * A segment of version 5 may be its header alone (nothing was written to
+	 * it yet); versions 2 to 4 were made at the size of header and map.
+	 */
 	memset(hbuf.data, 0, BLCKSZ);
-	if (st.st_size < PCS_V4_DATA_OFFSET)
-		problem = _("The file is shorter than a compressed segment's header and map.");
+	if (st.st_size < PCS_HEADER_SIZE)
+		problem = _("The file is shorter than a compressed segment's header.");
 	else if (pcs_read_at(fd, fn, hbuf.data, sizeof(PcsHeader), 0) != sizeof(PcsHeader))
 		problem = _("The header is cut short.");
 	else if (pcs_header_other_version(header) != 0)
 		problem = psprintf(_("The file has format version %u; this build reads only versions %u to %u (it was made by another build of pgstrata)."),
 						   header->version, PCS_FORMAT_VERSION_2,
 						   PCS_FORMAT_VERSION);
-	else
-		format_problem = pcs_header_check(header);
+	else if ((format_problem = pcs_header_check(header)) == PCS_SOUND &&
+			 st.st_size < pcs_data_offset(header) &&
+			 !pcs_header_has_directory(header))
+		problem = _("The file is shorter than a compressed segment's header and map.");
 	/* one sound copy of the block count is enough, as for the server */
 	if (problem == NULL && format_problem == PCS_SOUND)
 		format_problem = pcs_nblocks_read(header, segmentno, &nblocks,
@@ -231,13 +363,32 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		pg_log_warning("one copy of the block count in compressed segment \"%s\" is damaged; the other one is sound",
 					   fn);
 
-	/* Units past the end of the file are not there: entries must lie below */
+	/*
+	 * Units past the end of the file are not there: entries must lie below. A
+	 * segment of version 5 may end before its data area begins.
+	 */
 	shift = header->unit_shift;
-	unit_limit = (uint32) ((st.st_size - PCS_V4_DATA_OFFSET) >> shift);
-	next_unit = (uint32) ((st.st_size - PCS_V4_DATA_OFFSET + (1 << shift) - 1) >> shift);
+	data_offset = pcs_data_offset(header);
+	data_bytes = st.st_size > data_offset ? st.st_size - data_offset : 0;
+	unit_limit = (uint32) Min(data_bytes >> shift, PG_UINT32_MAX);
+	next_unit = (uint32) Min((data_bytes + (1 << shift) - 1) >> shift,
+							 PG_UINT32_MAX);
+
+	/*
+	 * Version 5: where the map pages lie.  New images go past them too, even
+	 * past the end of the file, where a crash may leave a page whose slot is
+	 * written: its units are the map's, never free space.
+	 */
+	if (pcs_header_has_directory(header))
+	{
+		pages = pg_malloc(sizeof(PcsMapPages));
+		map_end = pcs_read_directory(fd, fn, header, segmentno, enable,
+									 pages, &counts.bad_blocks);
+		next_unit = Max(next_unit, map_end);
+	}
 
 	map = pg_malloc0(Max(nblocks, 1) * sizeof(PcsMapEntry));
-	pcs_transfer_entries(fd, fn, header, map, nblocks, false);
+	pcs_transfer_entries(fd, fn, header, pages, map, nblocks, false);
 
 	for (BlockNumber b = 0; b < nblocks; b++)
 	{
@@ -308,6 +459,8 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 		pcs_entry_set(&map[b], b, next_unit, len, units, image_flags,
 					  pcs_data_crc(src, len), shift);
 		next_unit += units;
+		if (pages != NULL && b >= pcs_header_entries(header))
+			pages->dirty[pcs_map_page_of(b)] = true;
 		counts.blocks_written++;
 	}
 
@@ -322,9 +475,10 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 			pg_fatal("could not extend file \"%s\": %m", fn);
 		if (do_sync && fsync(fd) != 0)
 			pg_fatal("could not fsync file \"%s\": %m", fn);
-		pcs_transfer_entries(fd, fn, header, map, nblocks, true);
+		pcs_transfer_entries(fd, fn, header, pages, map, nblocks, true);
 	}
 	pg_free(map);
+	pg_free(pages);
 	for (int n = 1; n <= PCS_MAX_DICTIONARIES; n++)
 		pcs_dict_free(dicts[n]);
 	return counts;

@@ -12,11 +12,20 @@
 #ifndef PCS_FILE_H
 #define PCS_FILE_H
 
-/* A file being written from a stream, for pcs_sparse_write() */
+/* The first bytes of a segment, up to the end of its version field */
+#define PCS_SPARSE_HEAD		12
+
+/*
+ * A file being written from a stream, for pcs_sparse_write(); zeroed when
+ * the stream starts
+ */
 typedef struct PcsSparseFile
 {
 	off_t		offset;			/* bytes of the stream seen so far */
 	bool		segment;		/* does it start with the pcs magic? */
+	off_t		sparse_end;		/* end of the part that may stay sparse
+								 * (pcs_copy_sparse_end()), if segment */
+	char		head[PCS_SPARSE_HEAD];	/* the stream's first bytes */
 } PcsSparseFile;
 
 extern bool pcs_fd_is_segment(int fd, const char *path);

@@ -14,7 +14,12 @@
  * is stored raw, in new units at the end of the file, and the block's map
  * entry points to them: the server started next recomputes where free space
  * begins from the file's end (README.pcs, "Allocation"), and the old image's
- * units become garbage.  Only segments without dictionaries are handled.
+ * units become garbage.  In a segment of format 5 the block's entry may lie
+ * in a map page that does not exist yet: one is then made, zeroed, at the
+ * end of the file too, before the image, and its directory slot set.  The
+ * directory's slots are checked against the segment's number, which is
+ * taken from the file's name (RELFILENODE[_FORK][.SEGNO]).  Only segments
+ * without dictionaries are handled.
  * The page's checksum is not recomputed: the tests that do this run without
  * data checksums.
  *
@@ -56,6 +61,131 @@ write_at(int fd, const void *buf, size_t len, off_t offset, const char *path)
 		fail("short write", path);
 }
 
+/*
+ * Read len bytes at offset; what lies past the end of the file reads as
+ * zeros, as it does for the server (a format 5 directory, or a map page
+ * whose slot reached disk before the page)
+ */
+static void
+read_or_zeros(int fd, void *buf, size_t len, off_t offset, const char *path)
+{
+	ssize_t		r = pread(fd, buf, len, offset);
+
+	if (r < 0)
+		fail(strerror(errno), path);
+	memset((char *) buf + r, 0, len - r);
+}
+
+/* The segment number in a relation file's name: 0 without ".N" */
+static BlockNumber
+segment_number(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	const char *dot;
+
+	base = base != NULL ? base + 1 : path;
+	dot = strrchr(base, '.');
+	if (dot == NULL)
+		return 0;
+	if (dot[1] == '\0' || strspn(dot + 1, "0123456789") != strlen(dot + 1))
+		fail("cannot tell the segment number from the file name", path);
+	return (BlockNumber) strtoul(dot + 1, NULL, 10);
+}
+
+/*
+ * The first whole unit of the data area at or past the file's end, and in
+ * format 5 past every map page too: a crash may leave a page's slot written
+ * before the file grew to hold the page, and its units are not free.
+ */
+static uint32
+unit_at_end(int fd, const PcsHeader *header, BlockNumber segno,
+			const char *path)
+{
+	struct stat st;
+	off_t		data_offset = pcs_data_offset(header);
+	uint32		unit;
+
+	if (fstat(fd, &st) != 0)
+		fail(strerror(errno), path);
+	unit = (uint32) ((Max(st.st_size, data_offset) - data_offset +
+					  (1 << header->unit_shift) - 1) >> header->unit_shift);
+	if (pcs_header_has_directory(header))
+	{
+		PcsDirectory *directory = malloc(sizeof(PcsDirectory));
+
+		read_or_zeros(fd, directory, sizeof(PcsDirectory),
+					  PCS_DIRECTORY_OFFSET, path);
+		for (int k = 0; k < PCS_MAP_PAGES; k++)
+		{
+			bool		present;
+			uint32		page_unit;
+			PcsProblem	problem;
+
+			problem = pcs_directory_decode(header, segno, k,
+										   directory->slots[k], &present,
+										   &page_unit);
+			if (problem != PCS_SOUND)
+				fail(pcs_problem_message(problem), path);
+			if (present)
+				unit = Max(unit, page_unit +
+						   pcs_map_page_units(header->unit_shift));
+		}
+		free(directory);
+	}
+	return unit;
+}
+
+/*
+ * The file offset of the map entry of block of segment segno; false if the
+ * block has none because its map page (format 5) does not exist, unless
+ * create, which then makes the page: zeroed, at the end of the file, and
+ * durable before its directory slot names it.
+ */
+static bool
+entry_location(int fd, const PcsHeader *header, BlockNumber segno,
+			   BlockNumber block, bool create, off_t *offset,
+			   const char *path)
+{
+	int			page = pcs_map_page_of(block);
+	off_t		slot_offset = PCS_DIRECTORY_OFFSET + page * sizeof(uint64);
+	uint64		slot;
+	bool		present;
+	uint32		unit;
+	PcsProblem	problem;
+
+	if (block < pcs_header_entries(header) ||
+		!pcs_header_has_directory(header))
+	{
+		*offset = pcs_entry_offset(header, block);
+		return true;
+	}
+
+	read_or_zeros(fd, &slot, sizeof(slot), slot_offset, path);
+	problem = pcs_directory_decode(header, segno, page, slot, &present,
+								   &unit);
+	if (problem != PCS_SOUND)
+		fail(pcs_problem_message(problem), path);
+	if (!present)
+	{
+		PGAlignedBlock zeros;
+
+		if (!create)
+			return false;
+		StaticAssertStmt(PCS_MAP_PAGE_SIZE <= BLCKSZ,
+						 "a map page must fit in a block's buffer");
+		memset(zeros.data, 0, PCS_MAP_PAGE_SIZE);
+		unit = unit_at_end(fd, header, segno, path);
+		write_at(fd, zeros.data, PCS_MAP_PAGE_SIZE,
+				 pcs_unit_offset(header, unit), path);
+		if (fsync(fd) != 0)
+			fail(strerror(errno), path);
+		slot = pcs_directory_word(header, segno, page, unit);
+		write_at(fd, &slot, sizeof(slot), slot_offset, path);
+	}
+	*offset = pcs_map_page_entry_offset(header, unit, block);
+	return true;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -69,6 +199,8 @@ main(int argc, char **argv)
 	int			shift;
 	int			fd;
 	PcsProblem	problem;
+	BlockNumber segno;
+	off_t		entry_offset;
 
 	if (argc != 5 ||
 		(strcmp(argv[1], "read") != 0 && strcmp(argv[1], "write") != 0))
@@ -81,6 +213,7 @@ main(int argc, char **argv)
 	block = (BlockNumber) strtoul(argv[3], NULL, 10);
 	if (block >= RELSEG_SIZE)
 		fail("block number past the segment", path);
+	segno = segment_number(path);
 
 	fd = open(path, reading ? O_RDONLY : O_RDWR);
 	if (fd < 0)
@@ -92,8 +225,9 @@ main(int argc, char **argv)
 	if (problem != PCS_SOUND)
 		fail(pcs_problem_message(problem), path);
 	shift = header->unit_shift;
-	read_at(fd, &entry, sizeof(entry),
-			pcs_entry_offset(header, block), path);
+	memset(&entry, 0, sizeof(entry));
+	if (entry_location(fd, header, segno, block, false, &entry_offset, path))
+		read_or_zeros(fd, &entry, sizeof(entry), entry_offset, path);
 
 	if (reading)
 	{
@@ -108,7 +242,7 @@ main(int argc, char **argv)
 				fail("the block's image uses a dictionary", path);
 			image = malloc(entry.stored);
 			read_at(fd, image, entry.stored,
-					pcs_unit_offset(entry.first_unit, shift), path);
+					pcs_unit_offset(header, entry.first_unit), path);
 			if (pcs_data_crc(image, entry.stored) != entry.data_crc)
 				fail("the block's image does not match its CRC", path);
 			problem = pcs_decode_image(header->algorithm, entry.flags,
@@ -126,7 +260,6 @@ main(int argc, char **argv)
 	else
 	{
 		int			in = open(argv[4], O_RDONLY);
-		struct stat st;
 		uint32		first;
 		int			units = pcs_raw_units(shift);
 
@@ -134,16 +267,14 @@ main(int argc, char **argv)
 			fail(strerror(errno), argv[4]);
 		read_at(in, page.data, BLCKSZ, 0, argv[4]);
 		close(in);
-		if (fstat(fd, &st) != 0)
-			fail(strerror(errno), path);
-		/* the first whole unit at or past the file's end */
-		first = (uint32) ((Max(st.st_size, PCS_DATA_OFFSET) - PCS_DATA_OFFSET +
-						   (1 << shift) - 1) >> shift);
-		write_at(fd, page.data, BLCKSZ, pcs_unit_offset(first, shift), path);
+		/* the map page first, if it is made: the image goes past it */
+		(void) entry_location(fd, header, segno, block, true, &entry_offset,
+							  path);
+		first = unit_at_end(fd, header, segno, path);
+		write_at(fd, page.data, BLCKSZ, pcs_unit_offset(header, first), path);
 		pcs_entry_set(&entry, block, first, BLCKSZ, units, PCS_ENTRY_RAW,
 					  pcs_data_crc(page.data, BLCKSZ), shift);
-		write_at(fd, &entry, sizeof(entry),
-				 pcs_entry_offset(header, block), path);
+		write_at(fd, &entry, sizeof(entry), entry_offset, path);
 		if (fsync(fd) != 0)
 			fail(strerror(errno), path);
 	}

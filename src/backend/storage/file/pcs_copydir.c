@@ -6,21 +6,24 @@
  * CREATE DATABASE ... STRATEGY FILE_COPY and ALTER DATABASE ... SET
  * TABLESPACE copy a database's files byte for byte (copydir.c).  That is
  * right for compressed segments: their format is read from their own first
- * bytes, so a copy stays compressed and readable wherever it lands.  But a
- * segment holds a map with an entry for each of its RELSEG_SIZE blocks
- * (2 MB), which the storage manager leaves sparse: only the 4 kB pages of
- * the map that hold entries in use take space.  A copy that writes every
- * byte makes each fork take at least 2 MB, so copy_file() hands the chunks
- * of compressed segments to this file, which writes them with the map's
- * zero pages left out.  Zeros outside the map (the data area is allocated
- * ahead on purpose) are written like any other bytes.
+ * bytes, so a copy stays compressed and readable wherever it lands.  But
+ * the storage manager leaves the part of a segment between its header and
+ * its data area sparse: in versions 2 to 4 a map with an entry for each of
+ * its RELSEG_SIZE blocks (2 MB), of which only the 4 kB pages that hold
+ * entries in use take space, in version 5 the map's directory (4 kB).  A
+ * copy that writes every byte makes each fork of version 4 take at least
+ * 2 MB, so copy_file() hands the chunks of compressed segments to this
+ * file, which writes them with the zero pages of that part left out.  Where
+ * it ends depends on the segment's version (pcs_copy_sparse_end()).  Zeros
+ * of the data area (allocated ahead on purpose; in version 5 it also holds
+ * the map's pages) are written like any other bytes.
  *
  * PostgreSQL 18's file_copy_method = clone copies files with
  * copy_file_range() instead.  Where the file system cannot share extents
  * (ext4), the kernel then copies every byte, holes included, and each
  * compressed fork would again take its whole map; so clone_file() hands
  * compressed segments to pcs_clone_file(), which clones the header and the
- * data area whole and of the map only the parts that hold data.
+ * data area whole and of the sparse part only the ranges that hold data.
  *
  * Portions Copyright (c) 2026, pgstrata developers
  *
@@ -69,16 +72,46 @@ pcs_copy_write(void *arg, const char *buf, int len, off_t offset)
 }
 
 /*
+ * The copy copy_file() is making, as the chunk at its offset 0 told: which
+ * file it writes (dstfd), and where the part of the segment that may stay
+ * sparse ends (pcs_copy_sparse_end()).  Only that first chunk holds the
+ * segment's version, and copy_file() hands over the chunks of one file in
+ * order, from offset 0, one file at a time, so this is all the state a
+ * copy needs.  It is left behind when a copy fails; the next one starts
+ * at offset 0 and replaces it.
+ */
+static int	pcs_copy_fd = -1;
+static off_t pcs_copy_end;
+
+/*
  * Write the nbytes of buf read at offset of a compressed segment into its
- * copy at the same offset, leaving out the map's 4 kB pages of zeros.
+ * copy at the same offset, leaving out the 4 kB pages of zeros between its
+ * header and its data area.
  */
 void
 pcs_copy_write_chunk(int dstfd, const char *tofile, const char *buf,
 					 int nbytes, off_t offset)
 {
 	PcsCopyTarget target = {dstfd, tofile};
+	off_t		sparse_end;
 
-	pcs_copy_sparse(buf, nbytes, offset, PCS_V5_DATA_OFFSET, pcs_copy_write, &target);
+	if (offset == 0)
+	{
+		pcs_copy_fd = dstfd;
+		pcs_copy_end = pcs_copy_sparse_end(buf, nbytes);
+	}
+
+	/*
+	 * A chunk of a copy whose start was not seen here: version 5's end, the
+	 * smaller, keeps every byte of any data area.  Only space is at stake,
+	 * never the copy's bytes: what is left out reads as zeros.
+	 */
+	if (dstfd == pcs_copy_fd)
+		sparse_end = pcs_copy_end;
+	else
+		sparse_end = PCS_V5_DATA_OFFSET;
+
+	pcs_copy_sparse(buf, nbytes, offset, sparse_end, pcs_copy_write, &target);
 }
 
 /* Give the copy the length of its original: it may end in a hole */
@@ -129,35 +162,36 @@ pcs_clone_range(int srcfd, int dstfd, const char *fromfile,
 }
 
 /*
- * Clone the parts of the map of a compressed segment of the given length
+ * Clone the parts of [PCS_HEADER_SIZE, sparse_end) of a compressed segment
  * that hold data (pcs_next_data_range())
  */
 static void
-pcs_clone_map(int srcfd, int dstfd, const char *fromfile,
-			  const char *tofile, off_t length)
+pcs_clone_sparse(int srcfd, int dstfd, const char *fromfile,
+				 const char *tofile, off_t sparse_end)
 {
-	off_t		map_end = Min(length, PCS_V4_DATA_OFFSET);
 	off_t		data;
 	off_t		hole;
 
-	for (off_t pos = PCS_V4_MAP_OFFSET;
-		 pcs_next_data_range(srcfd, pos, map_end, &data, &hole);
+	for (off_t pos = PCS_HEADER_SIZE;
+		 pcs_next_data_range(srcfd, pos, sparse_end, &data, &hole);
 		 pos = hole)
 		pcs_clone_range(srcfd, dstfd, fromfile, tofile, data, hole);
 }
 
 /*
  * Clone fromfile into tofile if it is a compressed segment, keeping the
- * holes of its map; false, having done nothing, for any other file.
+ * holes between its header and its data area; false, having done nothing,
+ * for any other file.
  */
 bool
 pcs_clone_file(const char *fromfile, const char *tofile)
 {
-	char		head[sizeof(uint64)];
+	char		head[offsetof(PcsHeader, version) + sizeof(uint32)];
 	struct stat st;
 	int			srcfd;
 	int			dstfd;
 	ssize_t		nread;
+	off_t		sparse_end;
 
 	srcfd = OpenTransientFile(fromfile, O_RDONLY | PG_BINARY);
 	if (srcfd < 0)
@@ -185,12 +219,16 @@ pcs_clone_file(const char *fromfile, const char *tofile)
 				(errcode_for_file_access(),
 				 errmsg("could not create file \"%s\": %m", tofile)));
 
-	/* the header, the map's parts that hold data, the data area whole */
+	/*
+	 * The header whole, the parts of the sparse map (versions 2 to 4) or
+	 * directory (version 5) that hold data, the data area whole
+	 */
+	sparse_end = Min(st.st_size, pcs_copy_sparse_end(head, nread));
 	pcs_clone_range(srcfd, dstfd, fromfile, tofile, 0,
-					Min(st.st_size, PCS_V4_MAP_OFFSET));
-	pcs_clone_map(srcfd, dstfd, fromfile, tofile, st.st_size);
-	if (st.st_size > PCS_V4_DATA_OFFSET)
-		pcs_clone_range(srcfd, dstfd, fromfile, tofile, PCS_V4_DATA_OFFSET,
+					Min(st.st_size, PCS_HEADER_SIZE));
+	pcs_clone_sparse(srcfd, dstfd, fromfile, tofile, sparse_end);
+	if (st.st_size > sparse_end)
+		pcs_clone_range(srcfd, dstfd, fromfile, tofile, sparse_end,
 						st.st_size);
 	pcs_copy_finish(dstfd, tofile, st.st_size);
 
