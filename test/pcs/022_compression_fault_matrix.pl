@@ -10,16 +10,22 @@
 #
 # (a) process crashes: a session stops at a named injection point of the
 #     write, relocation, reuse, truncation, unlink, fork and segment
-#     creation, map chunk, growth and sync paths (action 'wait') and the
+#     creation, map chunk, map page (format 5: between a new map page's
+#     zeros and its directory slot), growth and sync paths (action
+#     'wait') and the
 #     server is killed there ($node->stop('immediate')), or the point fails
 #     the operation (action 'error': an I/O error or a full disk there),
 #     and for failed writes the server is then killed before the page is
 #     written again, or after a checkpoint has written it again;
 # (b) operating system crashes that lose unsynced writes, staged with the
 #     server stopped: the segment file spliced from its copy at the last
-#     checkpoint and its current bytes at 512-byte or 4 kB boundaries, its
-#     growth dropped, a file created since the checkpoint left empty, or
-#     left at its size with a header that never reached disk.
+#     checkpoint and its current bytes at 512-byte or 4 kB boundaries,
+#     or with only its metadata (header, map; in format 5 the directory
+#     and the map pages, which lie among the images) or only its images
+#     written, or with a map page made since the checkpoint and its
+#     directory slot reaching disk one without the other, its growth
+#     dropped, a file created since the checkpoint left empty, or left at
+#     its size with a header that never reached disk.
 #
 # After each fault the server starts, verify_heapam and bt_index_check
 # (heapallindexed) are clean, no two blocks share a unit, and every table
@@ -59,7 +65,6 @@ use PgStrata::PcsFile;
 use PgStrata::Node;
 
 my $RELSEG_SIZE = PgStrata::PcsFile::RELSEG_SIZE;
-my $DATA_OFFSET = PgStrata::PcsFile::DATA_OFFSET;
 my %FORKNUM = (main => 0, fsm => 1, vm => 2, init => 3);
 
 my $node = PgStrata::Node::compressed_node('fault_matrix',
@@ -319,6 +324,22 @@ sub is_pcs
 		"$label: the $fork fork of $rel is compressed");
 }
 
+# map_page_made(LABEL, REL, SEGNO, PAGE): once a checkpoint has written
+# every block again, map page PAGE of a segment of the main fork (format
+# 5) is named by a sound directory slot, and lies where no image does
+sub map_page_made
+{
+	my ($label, $rel, $segno, $page) = @_;
+	$node->safe_psql('postgres', 'CHECKPOINT');
+	my $p = rel_path($rel, 'main', $segno);
+	my $pages = eval { PgStrata::PcsFile::map_pages($p) };
+	ok( defined $pages && defined $pages->{$page},
+		"$label: map page $page of $rel (segment $segno) exists, its slot sound"
+	) or diag($@);
+	is(PgStrata::PcsFile::overlaps($p), '',
+		"$label: its map pages share no unit with an image");
+}
+
 # splice_copies(OLD, NEW, SECTOR, PICK): what an OS crash can leave of a file
 # whose bytes on disk were OLD and whose page cache held NEW: NEW's length,
 # each SECTOR bytes from NEW if PICK->(OFFSET) is true, else from OLD
@@ -370,7 +391,58 @@ sub stage
 	};
 }
 
-# The faults of class (b) on a file
+# meta_ranges(BYTES, WHAT): the byte ranges [start, end) of a segment
+# (BYTES: its whole file) that hold metadata of kind WHAT: 'all' (the
+# header block, the map of formats 2 to 4, which lies between it and the
+# data area, and in format 5 the directory and the map pages, which lie in
+# the data area among the images), or in format 5 'directory' or 'map
+# pages' alone.  Ranges in units of the data area that the file does not
+# reach yet count too: a page made at the end of the file lies there.
+sub meta_ranges
+{
+	my ($bytes, $what) = @_;
+	return () if length($bytes) < PgStrata::PcsFile::HEADER_SIZE;
+	my $h = PgStrata::PcsFile::header(\$bytes);
+	my @ranges;
+	push @ranges, [ 0, PgStrata::PcsFile::data_offset($h) ] if $what eq 'all';
+	for my $x (PgStrata::PcsFile::extents($h))
+	{
+		my $kind =
+			$x->[2] =~ /^map page/ ? 'map pages'
+		  : $x->[2] =~ /^directory/ ? 'directory'
+		  : next;
+		next unless $what eq 'all' || $what eq $kind;
+		push @ranges,
+		  [
+			PgStrata::PcsFile::unit_offset($h, $x->[0]),
+			PgStrata::PcsFile::unit_offset($h, $x->[1])
+		  ];
+	}
+	return @ranges;
+}
+
+# touches(OFFSET, LENGTH, RANGES): do the bytes [OFFSET, OFFSET + LENGTH)
+# share a byte with one of the ranges?
+sub touches
+{
+	my ($off, $len, @ranges) = @_;
+	return scalar grep { $off < $_->[1] && $_->[0] < $off + $len } @ranges;
+}
+
+# new_meta(OLD, NEW, WHAT): the ranges of metadata of kind WHAT that NEW
+# has and OLD had not (a map page, or the directory, made since the
+# checkpoint: neither ever moves)
+sub new_meta
+{
+	my ($o, $n, $what) = @_;
+	my %old = map { ("$_->[0]/$_->[1]" => 1) } meta_ranges($o, $what);
+	return grep { !$old{"$_->[0]/$_->[1]"} } meta_ranges($n, $what);
+}
+
+# The faults of class (b) on a file.  The page cache writes back 4 kB
+# pages: one holding a map page's bytes and an image's (a map page of
+# format 5 takes 32 units wherever they were free) reaches disk whole or
+# not at all.
 my %os_fault = (
 	'512-byte sectors interleaved' => stage(
 		sub { my ($o, $n) = @_; splice_copies($o, $n, 512, random_pick(17)) }
@@ -381,12 +453,35 @@ my %os_fault = (
 	'header and map written, data lost' => stage(
 		sub {
 			my ($o, $n) = @_;
-			splice_copies($o, $n, 4096, sub { $_[0] < $DATA_OFFSET });
+			my @meta = meta_ranges($n, 'all');
+			splice_copies($o, $n, 4096, sub { touches($_[0], 4096, @meta) });
 		}),
 	'data written, header and map lost' => stage(
 		sub {
 			my ($o, $n) = @_;
-			splice_copies($o, $n, 4096, sub { $_[0] >= $DATA_OFFSET });
+			my @meta = meta_ranges($n, 'all');
+			splice_copies($o, $n, 4096, sub { !touches($_[0], 4096, @meta) });
+		}),
+	# Format 5 writes a new map page's zeros, then sets its directory slot
+	# (a new directory's location in the header, likewise), with no fsync
+	# between (README.pcs, "The map directory"): either can reach disk
+	# without the other.  The entries stored into the page after it go
+	# with it.
+	'new map pages lost, their slots written' => stage(
+		sub {
+			my ($o, $n) = @_;
+			my @lost = new_meta($o, $n, 'map pages');
+			die 'no map page was made since the checkpoint' unless @lost;
+			splice_copies($o, $n, 4096, sub { !touches($_[0], 4096, @lost) });
+		}),
+	'new map pages written, the directory lost' => stage(
+		sub {
+			my ($o, $n) = @_;
+			die 'no map page was made since the checkpoint'
+			  unless new_meta($o, $n, 'map pages');
+			my @lost = meta_ranges($n, 'directory');
+			die 'the segment has no directory' unless @lost;
+			splice_copies($o, $n, 4096, sub { !touches($_[0], 4096, @lost) });
 		}),
 	'growth lost' => stage(
 		sub {
@@ -399,7 +494,7 @@ my %os_fault = (
 		sub {
 			my ($o, $n) = @_;
 			die 'data was written into the new file'
-			  if length($n) > $DATA_OFFSET;
+			  if length($n) > PgStrata::PcsFile::data_offset(\$n);
 			return "\0" x 4096 . substr($n, 4096);
 		}),);
 
@@ -742,6 +837,66 @@ my @cases = (
 		verify => sub { is_pcs($_[0], 's1', 'main', 1) },
 	},
 	{
+		# format 5: the write-back that stores block 96's entry makes map
+		# page 0 (units from the data area's end, zeros written there)
+		# and stops before the directory slot names it.  Nothing names
+		# those units; redo writes the blocks again, and the next write
+		# makes the page anew.
+		name =>
+		  'main seg 1: crash between a new map page and its directory slot',
+		before => sub { make_seg1('s5', 96) },
+		after =>
+		  "SET polar_bulk_extend_size = 0; SELECT add_rows('s5', 1, 50)",
+		point => 'pcs-map-page-before-slot',
+		action => 'wait',
+		trigger => evict_sql('s5', 'main'),
+		verify => sub { map_page_made($_[0], 's5', 1, 0) },
+	},
+	{
+		# the same, failing there: the write is an ERROR, the page stays
+		# dirty and is written again by the checkpoint, which makes the
+		# map page again; the units of the first one are lost to this
+		# life of the server (garbage), never named by two slots
+		name => 'main seg 1: a new map page is made, its slot is not set',
+		before => sub { make_seg1('s6', 96) },
+		after =>
+		  "SET polar_bulk_extend_size = 0; SELECT add_rows('s6', 1, 50)",
+		point => 'pcs-map-page-before-slot',
+		action => 'error',
+		trigger => evict_sql('s6', 'main'),
+		verify => sub {
+			my ($label) = @_;
+			$node->safe_psql('postgres', 'CHECKPOINT');
+			map_page_made($label, 's6', 1, 0);
+			crash_and_check($label);
+		},
+	},
+	{
+		# the write that makes map page 0 goes on to write its image, and
+		# the server is killed after the image, before the entry: the
+		# page exists, named by its slot, and holds no entry yet
+		name => 'main seg 1: crash after the image of a write that made a map page',
+		before => sub { make_seg1('s7', 96) },
+		after =>
+		  "SET polar_bulk_extend_size = 0; SELECT add_rows('s7', 1, 50)",
+		point => 'pcs-write-after-image',
+		action => 'wait',
+		trigger => evict_sql('s7', 'main'),
+		verify => sub { map_page_made($_[0], 's7', 1, 0) },
+	},
+	{
+		# segment 0 of a table that grows past block 255 after the
+		# checkpoint: map page 1, stopped before its slot
+		name => 'main seg 0: crash between a new map page and its directory slot',
+		before =>
+		  "CREATE TABLE m1 (id int, v text) TABLESPACE cts; SELECT add_rows('m1', 1, 20000)",
+		after => "SELECT add_rows('m1', 20001, 40000)",
+		point => 'pcs-map-page-before-slot',
+		action => 'wait',
+		trigger => evict_sql('m1', 'main'),
+		verify => sub { map_page_made($_[0], 'm1', 0, 1) },
+	},
+	{
 		name => 'fsm seg 0: crash after an image write',
 		after => "SELECT del_rows('t', 1, 1000); VACUUM t",
 		point => 'pcs-write-after-image',
@@ -899,6 +1054,42 @@ UPDATE ledger l SET v = c.v FROM c WHERE l.tab = 'g' AND l.id = c.id),
 		verify => sub { is_pcs($_[0], 's3', 'main', 1) },
 	},
 	{
+		# format 5: block 96 of segment 1 written after the checkpoint:
+		# map page 0 (and the directory) made since; its slot reaches
+		# disk, its zeros and entries do not
+		name => 'main seg 1: a new map page lost, its slot written',
+		before => sub { make_seg1('s8', 96) },
+		after =>
+		  "SET polar_bulk_extend_size = 0; SELECT add_rows('s8', 1, 100); "
+		  . evict_sql('s8', 'main'),
+		file => sub { rel_path('s8', 'main', 1) },
+		fault => 'new map pages lost, their slots written',
+		verify => sub { map_page_made($_[0], 's8', 1, 0) },
+	},
+	{
+		# the other way round: the page and its entries on disk, the
+		# directory that names it not
+		name => 'main seg 1: a new map page written, the directory lost',
+		before => sub { make_seg1('s9', 96) },
+		after =>
+		  "SET polar_bulk_extend_size = 0; SELECT add_rows('s9', 1, 100); "
+		  . evict_sql('s9', 'main'),
+		file => sub { rel_path('s9', 'main', 1) },
+		fault => 'new map pages written, the directory lost',
+		verify => sub { map_page_made($_[0], 's9', 1, 0) },
+	},
+	{
+		# segment 0, a directory older than the checkpoint: map page 1
+		# made since, lost while its slot is written
+		name => 'main seg 0: a new map page lost, its slot written',
+		before =>
+		  "CREATE TABLE m2 (id int, v text) TABLESPACE cts; SELECT add_rows('m2', 1, 20000)",
+		after => "SELECT add_rows('m2', 20001, 40000); " . evict_sql('m2', 'main'),
+		file => sub { rel_path('m2', 'main') },
+		fault => 'new map pages lost, their slots written',
+		verify => sub { map_page_made($_[0], 'm2', 0, 1) },
+	},
+	{
 		name => 'fsm seg 0: 512-byte sectors interleaved',
 		after => "SELECT del_rows('t', 3501, 3800); VACUUM t; "
 		  . evict_sql('t', 'fsm'),
@@ -957,8 +1148,8 @@ UPDATE ledger l SET v = c.v FROM c WHERE l.tab = 'g' AND l.id = c.id),
 				"$label: the index reset from its init fork works");
 		},
 	},
-	# No case for an init fork at its size with a blank header: in format
-	# 4 a heap's init fork is never extended, so it stays an empty file
+	# No case for an init fork at its size with a blank header: in formats
+	# 4 and 5 a heap's init fork is never extended, so it stays an empty file
 	# with no header (the case above covers it), and an index's gets its
 	# header fsynced before its metapage is written, at its creation.
 	{
