@@ -353,7 +353,13 @@ pfile=$(cd "$dir-ts_p" && find . -type f -name '[0-9]*' -size +100k | sort | hea
 rm -f "$dir-ts_c/$cfile" "$dir-ts_p/$pfile"
 c2=$(cd "$dir-ts_c" && find . -type f -name '[0-9]*' -size +100k | sort | tail -1)
 p2=$(cd "$dir-ts_p" && find . -type f -name '[0-9]*' -size +100k | sort | tail -1)
-printf 'garbage!' | dd of="$dir-ts_c/$c2" bs=1 seek=$((2101248 + 4096)) conv=notrunc status=none
+# 4 kB into the compressed segment's data area, wherever its format puts it
+# (2101248 in formats 2 to 4, right after the header in format 5):
+# test/PgStrata/PcsFile.pm knows the layouts
+c2_at=$(perl -I"$TOP/test" -MPgStrata::PcsFile -e \
+	'print PgStrata::PcsFile::unit_offset($ARGV[0], 32)' "$dir-ts_c/$c2") ||
+	fail "cannot read the header of $c2"
+printf 'garbage!' | dd of="$dir-ts_c/$c2" bs=1 seek="$c2_at" conv=notrunc status=none
 printf 'garbage!' | dd of="$dir-ts_p/$p2" bs=1 seek=$((8192 + 4096)) conv=notrunc status=none
 echo "--- delta restore over restore-incr: removed $cfile (compressed) and $pfile (plain), overwrote 8 bytes of $c2 and $p2"
 restore_one incr $((PORT + 1)) --repo=1 --delta
@@ -383,14 +389,18 @@ rc=0; as_user "$PG_BIN/pg_checksums" --check -D "$dir" >"$W/pg_checksums-neg-pla
 echo "RESULT negative-control: pg_checksums --check fails on one damaged byte of a plain file: $(grep -m1 -i 'checksum verification failed' "$W/pg_checksums-neg-plain.log" || head -1 "$W/pg_checksums-neg-plain.log")"
 cp "$W/p-saved" "$(rel_in "$pfile")"
 cp "$(rel_in "$cfile")" "$W/c-saved"
-# a byte inside block 0's compressed image: its map entry (in format 4,
-# which new segments have, the header holds the entries of blocks 0-95) is
-# at offset 2560 of the header, first unit (uint32) then stored bytes
-# (uint16); the data area of 128-byte units starts at 2101248
-unit=$(od -An -t u4 -j 2560 -N 4 "$(rel_in "$cfile")" | tr -d ' ')
-stored=$(od -An -t u2 -j 2564 -N 2 "$(rel_in "$cfile")" | tr -d ' ')
-[ "$stored" -gt 0 ] || fail "block 0 of c_accounts has no image in the restored copy"
-printf '\x5a' | dd of="$(rel_in "$cfile")" bs=1 seek=$((2101248 + unit * 128 + stored / 2)) conv=notrunc status=none
+# a byte inside block 0's compressed image: its map entry (from format 4
+# on, the header holds the entries of blocks 0-95) names its first unit
+# and stored bytes; where the data area starts depends on the format
+# (2101248 in formats 2 to 4, right after the header in format 5), so
+# test/PgStrata/PcsFile.pm finds the byte
+at=$(perl -I"$TOP/test" -MPgStrata::PcsFile -e '
+	my $e = PgStrata::PcsFile::entry($ARGV[0], 0);
+	exit 1 unless $e->{stored} > 0;
+	print PgStrata::PcsFile::image_offset($e, $ARGV[0]) + int($e->{stored} / 2);
+	' "$(rel_in "$cfile")") ||
+	fail "block 0 of c_accounts has no image in the restored copy"
+printf '\x5a' | dd of="$(rel_in "$cfile")" bs=1 seek="$at" conv=notrunc status=none
 rc=0; as_user "$PG_BIN/pg_checksums" --check -D "$dir" >"$W/pg_checksums-neg-compressed.log" 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "negative control: pg_checksums --check missed a damaged compressed page"
 echo "RESULT negative-control: pg_checksums --check fails on one damaged byte of a compressed file: $(grep -m1 -iE 'invalid|failed|error' "$W/pg_checksums-neg-compressed.log")"

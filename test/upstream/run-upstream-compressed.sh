@@ -18,8 +18,10 @@
 # PCS_FORCE_INITDB=1 gives the option to initdb too
 # (PG_TEST_INITDB_EXTRA_OPTS), so that those are compressed as well; that
 # costs an initdb per cluster and much disk: initdb copies template1 into
-# template0 and postgres file by file, which fills each compressed fork's
-# sparse 2 MB map with zeros (see test/upstream/compressed-differences.md).
+# template0 and postgres file by file, which filled each compressed fork's
+# sparse 2 MB map with zeros while segments were made in formats 2 to 4
+# (see test/upstream/compressed-differences.md); format 5 has no sparse
+# map, and its file's size follows its data.
 #
 # A run that silently stores nothing compressed fails: the core and isolation
 # suites end with a check that reads the first bytes of every relation file
