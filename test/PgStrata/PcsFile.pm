@@ -37,12 +37,16 @@ the header's sectors 5 to 7 instead.
 
 =item format 5
 
-the header is format 4's; the second 4 kB block is the map directory, 512
-slots of 8 bytes, and the data area starts at V5_DATA_OFFSET.  Map page k
-holds the entries of blocks 256 k to 256 k + 255 (blocks 0 to 95 keep
-theirs in the header), takes 32 units of the data area, and slot k names
-its first unit (complement in the low half, check in the high half; zero
-while the page does not exist, all its entries empty).
+the header is format 4's, and the data area follows it at once
+(V5_DATA_OFFSET).  Map page k holds the entries of blocks 256 k to
+256 k + 255 (blocks 0 to 95 keep theirs in the header) and takes 32 units
+of the data area; slot k of the map directory names its first unit
+(complement in the low half, check in the high half; zero while the page
+does not exist, all its entries empty).  The directory, 512 slots of 8
+bytes, takes 32 units of the data area too, made with the first map
+page; the header's two directory words (the second word of the sectors of
+the block count's two copies, DIRECTORY_WORD_OFFSETS) name its first
+unit in the same form.  A new segment is its header alone.
 
 =back
 
@@ -68,7 +72,7 @@ our @EXPORT_OK = qw(MAGIC FORMAT_VERSION HEADER_SIZE ENTRY_SIZE
   RELSEG_SIZE UNIT_SIZE ALLOC_OFFSET GENERATION_OFFSET
   NBLOCKS_OFFSET NBLOCKS2_OFFSET IDENTITY_COPY_OFFSET
   V4_MAP_OFFSET V4_MAP_SIZE V4_DATA_OFFSET
-  DIRECTORY_OFFSET DIRECTORY_SIZE V5_DATA_OFFSET
+  DIRECTORY_SIZE DIRECTORY_WORD_OFFSETS V5_DATA_OFFSET
   MAP_PAGE_SIZE MAP_PAGE_ENTRIES MAP_PAGES
   data_offset compressed_files allocated copy_differences);
 
@@ -92,8 +96,8 @@ use constant {
 	HEADER_CRC_OFFSET => 24,
 	# formats 2 to 4: the map, one entry per block, then the data area
 	V4_MAP_OFFSET => 4096,
-	# format 5: the directory, then the data area, which holds the map pages
-	DIRECTORY_OFFSET => 4096,
+	# format 5: the data area, which holds the directory and the map pages
+	V5_DATA_OFFSET => 4096,
 	DIRECTORY_SIZE => 4096,
 	MAP_PAGE_SIZE => 4096,
 	MAP_PAGE_ENTRIES => 256,
@@ -101,7 +105,9 @@ use constant {
 };
 use constant V4_MAP_SIZE => RELSEG_SIZE * ENTRY_SIZE;
 use constant V4_DATA_OFFSET => V4_MAP_OFFSET + V4_MAP_SIZE;
-use constant V5_DATA_OFFSET => DIRECTORY_OFFSET + DIRECTORY_SIZE;
+# format 5: where the two copies of the word naming the directory's first
+# unit lie (each copy of the block count's sector holds one)
+use constant DIRECTORY_WORD_OFFSETS => (NBLOCKS_OFFSET + 8, NBLOCKS2_OFFSET + 8);
 
 # What the check of a shared header word covers (pcs_format.c)
 my $WORD_NBLOCKS = 0x4e;
@@ -110,6 +116,7 @@ my $WORD_ALLOC = 0x41;
 my $WORD_DICTIONARY = 0x44;
 my $WORD_DICT_RECORD = 0x52;
 my $WORD_MAP_PAGE = 0x4d;
+my @WORD_DIRECTORY = (0x4c, 0x6c);
 
 my @crc_table;
 
@@ -236,7 +243,8 @@ sub nblocks_word
 # nblocks_word_ok and nblocks_copy (each copy's count, undef unless the copy
 # is sound and in range), nblocks (the larger sound copy, as the server
 # reads it), alloc_offset and nblocks_offsets (where the words are),
-# dictionaries (the records in use), segno, has_directory (format 5) and
+# dictionaries (the records in use), segno, has_directory (format 5),
+# directory_unit and directory_word_ok (format 5's directory words) and
 # data_offset (where the data area starts)
 sub parse_header
 {
@@ -270,6 +278,23 @@ sub parse_header
 		$h{nblocks} = $h{nblocks_copy}[$copy]
 		  if defined $h{nblocks_copy}[$copy]
 		  && (!defined $h{nblocks} || $h{nblocks_copy}[$copy] > $h{nblocks});
+	}
+	# format 5: the directory words; directory_unit is the first unit of
+	# the directory as the server finds it (the first sound copy that is not
+	# zeros), undef if there is none; directory_word_ok says for each copy
+	# whether it is sound (zeros are)
+	$h{directory_word_ok} = [];
+	for my $copy (0 .. 1)
+	{
+		last unless $h{has_directory};
+		my ($low, $check) =
+		  unpack('V V', substr($bytes, (DIRECTORY_WORD_OFFSETS)[$copy], 8));
+		my $unit = ~$low & 0xFFFFFFFF;
+		my $ok = ($low == 0 && $check == 0)
+		  || word_check($h{header_crc}, $h{segno}, $WORD_DIRECTORY[$copy], 0,
+			$unit) == $check;
+		$h{directory_word_ok}[$copy] = $ok ? 1 : 0;
+		$h{directory_unit} //= $unit if $ok && ($low || $check);
 	}
 	# dictionary records in use (not all zeros), by number: first (unit),
 	# bytes, data_crc, record_crc, offset (of the record in the file)
@@ -343,17 +368,44 @@ sub directory_word
 		word_check($header_crc, $segno, $WORD_MAP_PAGE, $page, $unit));
 }
 
+# directory_location_word(HEADER_CRC, SEGNO, COPY, UNIT): the 8 bytes of
+# copy COPY (0 or 1) of the header word of a format 5 segment naming UNIT
+# as its directory's first (pcs_directory_location_word())
+sub directory_location_word
+{
+	my ($header_crc, $segno, $copy, $unit) = @_;
+	return pack('V V', ~$unit & 0xFFFFFFFF,
+		word_check($header_crc, $segno, $WORD_DIRECTORY[$copy], 0, $unit));
+}
+
+# directory_offset(SEGMENT): where the directory of a format 5 segment (its
+# path, \bytes or header()) lies; undef while it has none (no map page
+# yet), and for formats 2 to 4.  Dies if neither directory word is sound
+# and one is not zeros, as the server refuses to guess then.
+sub directory_offset
+{
+	my ($src) = @_;
+	my $h = _segment($src, 'directory_offset');
+	return undef unless $h->{has_directory};
+	die "neither directory word of the segment is sound"
+	  if !defined $h->{directory_unit}
+	  && grep { !$_ } @{ $h->{directory_word_ok} };
+	return undef unless defined $h->{directory_unit};
+	return $h->{data_offset} + $h->{unit_size} * $h->{directory_unit};
+}
+
 # directory(SEGMENT): the slots of a format 5 segment's directory that are
 # not zero, as a list of hashes: page, unit (the complement of the low
 # half), ok (the check matches), offset (of the slot in the file).  Past
-# the end of the file, or in a hole, every slot is zero.  Empty for
-# formats 2 to 4.
+# the end of the file every slot is zero.  Empty while the segment has no
+# directory, and for formats 2 to 4.
 sub directory
 {
 	my ($src) = @_;
 	my $h = _segment($src, 'directory');
-	return () unless $h->{has_directory};
-	my $dir = _read($h->{source}, DIRECTORY_OFFSET, DIRECTORY_SIZE);
+	my $at = directory_offset($h);
+	return () unless defined $at;
+	my $dir = _read($h->{source}, $at, DIRECTORY_SIZE);
 	$dir .= "\0" x (DIRECTORY_SIZE - length($dir));
 	my @slots;
 	for my $k (0 .. MAP_PAGES - 1)
@@ -365,7 +417,7 @@ sub directory
 		  {
 			page => $k,
 			unit => $unit,
-			offset => DIRECTORY_OFFSET + 8 * $k,
+			offset => $at + 8 * $k,
 			ok => word_check($h->{header_crc}, $h->{segno}, $WORD_MAP_PAGE,
 				$k, $unit) == $check ? 1 : 0
 		  };
@@ -389,14 +441,17 @@ sub map_pages
 	return \%pages;
 }
 
-# map_page_units(SEGMENT): the units of the data area that a format 5
-# segment's map pages take (0 for formats 2 to 4): used, neither images
-# nor garbage, as pgstrata_relation_compression() counts them
-sub map_page_units
+# metadata_units(SEGMENT): the units of the data area that a format 5
+# segment's directory and map pages take (0 for formats 2 to 4): used,
+# neither images nor garbage, as pgstrata_relation_compression() counts
+# them
+sub metadata_units
 {
 	my ($src) = @_;
-	my $h = _segment($src, 'map_page_units');
-	return scalar(keys %{ map_pages($h) }) * MAP_PAGE_SIZE / $h->{unit_size};
+	my $h = _segment($src, 'metadata_units');
+	return 0 unless defined directory_offset($h);
+	return (1 + scalar(keys %{ map_pages($h) })) * MAP_PAGE_SIZE
+	  / $h->{unit_size};
 }
 
 # make_header(ALGORITHM, LEVEL, FLAGS, NBLOCKS [, VERSION]): a segment 0
@@ -560,7 +615,8 @@ sub entries
 
 # extents(SEGMENT): what the units of a segment's data area are used for:
 # [first unit, unit after the last, what] for every image ("block N"),
-# dictionary ("dictionary N") and map page ("map page K"), by first unit
+# dictionary ("dictionary N"), map page ("map page K") and the directory
+# ("directory"), by first unit
 sub extents
 {
 	my ($src) = @_;
@@ -576,12 +632,14 @@ sub extents
 			  "dictionary $_" ]
 		} keys %{ $h->{dictionaries} }),
 		(map { [ $pages->{$_}, $pages->{$_} + MAP_PAGE_SIZE / $unit,
-			  "map page $_" ] } keys %$pages));
+			  "map page $_" ] } keys %$pages),
+		(map { [ $_, $_ + DIRECTORY_SIZE / $unit, 'directory' ] }
+		  grep { defined } $h->{directory_unit}));
 }
 
 # used_units(SEGMENT): the units of a segment's data area that images,
-# dictionaries and map pages use; the others below the allocation word's
-# next free unit are garbage
+# dictionaries, map pages and the directory use; the others below the
+# allocation word's next free unit are garbage
 sub used_units
 {
 	my ($src) = @_;
@@ -591,8 +649,9 @@ sub used_units
 }
 
 # overlaps(SEGMENT): the pairs of blocks of a segment whose images share a
-# unit (or an image and a dictionary or a map page: "dictionary N", "map
-# page K"), as "A/B" separated by spaces; '' when there are none
+# unit (or an image and a dictionary, a map page or the directory:
+# "dictionary N", "map page K", "directory"), as "A/B" separated by
+# spaces; '' when there are none
 sub overlaps
 {
 	my ($src) = @_;
@@ -621,14 +680,14 @@ sub _identity_copy
 # it, keeping every unit's number: the data area moves from
 # V5_DATA_OFFSET to V4_DATA_OFFSET whole, the entries kept in map pages
 # move to their places in the 2 MB map (sparse: only its pages that hold
-# entries are written), the directory becomes part of the map's hole, and
-# the header gets version 4 and the checks that follow from it (header
-# CRC, identity's copy, block count words, dictionary records and a ready
-# dictionary's word; the allocation and generation words are left void:
-# a server finds the next free unit again from the file, as after any
-# restart).  The units of the map pages stay, as garbage of format 4.  For
-# tests that format 4 segments stay readable and writable.  Returns the
-# segment's block count.
+# entries are written), the directory words become zeros, and the header
+# gets version 4 and the checks that follow from it (header CRC,
+# identity's copy, block count words, dictionary records and a ready
+# dictionary's word; the allocation and generation words are left void: a
+# server finds the next free unit again from the file, as after any
+# restart).  The units of the directory and the map pages stay, as garbage
+# of format 4.  For tests that format 4 segments stay readable and
+# writable.  Returns the segment's block count.
 sub to_format_4
 {
 	my ($path) = @_;
@@ -652,6 +711,7 @@ sub to_format_4
 	  nblocks_word($crc, $segno, $h->{nblocks}, 0);
 	substr($head, NBLOCKS2_OFFSET, 8) =
 	  nblocks_word($crc, $segno, $h->{nblocks}, 1);
+	substr($head, $_, 8) = "\0" x 8 for DIRECTORY_WORD_OFFSETS;
 	_recheck_dictionaries(\$head, $h, $crc);
 
 	truncate($path, HEADER_SIZE) or die "truncate $path: $!";
