@@ -18,7 +18,12 @@
 # - after promoting the standby and writing on both sides, pg_rewind brings
 #   the old primary back as a standby of the new one, with the same dump;
 # - amcheck (verify_heapam, bt_index_check with heapallindexed) is clean on
-#   every relation of every database, after each step.
+#   every relation of every database, after each step;
+# - segments of format 4 (t4 and inc4, rewritten so with the primary
+#   stopped), which keep a sparse 2 MB map below their data area, go
+#   through all of it as those of format 5 do, and their copies keep the
+#   map sparse; the copies of format 5 segments, which have no map there,
+#   are as long as their data.
 
 use strict;
 use warnings FATAL => 'all';
@@ -51,6 +56,11 @@ INSERT INTO t SELECT g, g % 100, repeat(md5(g::text), 1 + g % 5)
 CREATE TABLE p (id int PRIMARY KEY, v text);
 INSERT INTO p SELECT g, md5(g::text) FROM generate_series(1, 1000) g;
 CREATE TABLE inc (id int, v text) TABLESPACE cts;
+CREATE TABLE t4 (id int PRIMARY KEY USING INDEX TABLESPACE cts, v text)
+	TABLESPACE cts;
+INSERT INTO t4 SELECT g, repeat(md5(g::text), 1 + g % 3)
+	FROM generate_series(1, 20000) g;
+CREATE TABLE inc4 (id int, v text) TABLESPACE cts;
 CREATE DATABASE plaindb;
 ));
 $primary->safe_psql('plaindb', q(
@@ -104,6 +114,36 @@ SELECT (SELECT count(*) FROM pg_class c, verify_heapam(c.oid)
 		"$label: bt_index_check with heapallindexed passes on every index");
 }
 
+# sparse_map(PATH): does a format 4 segment keep its 2 MB map sparse (most
+# of it a hole)?
+sub sparse_map
+{
+	my ($path) = @_;
+	return PgStrata::PcsFile::header($path)->{version} == 4
+	  && -s $path > PgStrata::PcsFile::V4_DATA_OFFSET
+	  && (stat $path)[12] * 512 < (-s $path) - 1024 * 1024;
+}
+
+# follows_data(PATH): is a format 5 segment as long as its data: the
+# header, the units handed out (the allocation word's next free unit) and
+# at most one growth step (a sixteenth of them, at least 8 kB: what the
+# server preallocates), or a multiple of 8 kB at most 8 kB above that
+# (inc's, below)?  And has it no hole, so that a copy that writes holes out
+# takes no more space?
+sub follows_data
+{
+	my ($path) = @_;
+	my $h = PgStrata::PcsFile::header($path);
+	my $units = $h->{next_unit};
+	my $step = $units / 16 > 8192 / $h->{unit_size} ? $units / 16 : 8192 / $h->{unit_size};
+	my $end = PgStrata::PcsFile::unit_offset($h, $units + $step) + 8192;
+	note "$path: " . (-s $path) . " bytes, " . (stat $path)[12] * 512
+	  . " allocated, $units units handed out";
+	return $h->{version} == 5
+	  && -s $path <= $end
+	  && (stat $path)[12] * 512 >= (-s $path) - 8192;
+}
+
 # dumpall(NODE): pg_dumpall of the node, without the random \restrict key;
 # its errors if it fails (which then differ from any dump)
 sub dumpall
@@ -124,17 +164,39 @@ sub dumpall
 # so the file is extended to the next multiple of 8 kB with the server
 # stopped: bytes past the units handed out are the growth reserve, which
 # the server takes as it finds it.
+# inc4 likewise in format 4, rewritten so with t4 and its primary key
+# while the server is stopped.
 my $incpath = relpath($primary, 'postgres', 'inc');
+my $inc4path = relpath($primary, 'postgres', 'inc4');
+my $t4path = relpath($primary, 'postgres', 't4');
+my $t4keypath = relpath($primary, 'postgres', 't4_pkey');
 $primary->safe_psql('postgres', q(
 INSERT INTO inc SELECT g, md5(g::text) || g FROM generate_series(1, 3000) g;
+INSERT INTO inc4 SELECT g, md5(g::text) || g FROM generate_series(1, 3000) g;
 CHECKPOINT;
 ));
+my $t4sum = q(SELECT count(*), md5(string_agg(id || v, ',' ORDER BY id)) FROM t4);
+my $t4before = $primary->safe_psql('postgres', $t4sum);
 $primary->stop;
-my $steps = (8192 - (-s $incpath) % 8192) % 8192;
-truncate($incpath, (-s $incpath) + $steps) or die "truncate $incpath: $!";
+for my $path ($t4path, $t4keypath, $inc4path)
+{
+	PgStrata::PcsFile::to_format_4($path);
+}
+for my $path ($incpath, $inc4path)
+{
+	my $steps = (8192 - (-s $path) % 8192) % 8192;
+	truncate($path, (-s $path) + $steps) or die "truncate $path: $!";
+	note "$path: " . (-s $path) . " bytes ($steps added)";
+}
 $primary->start;
 is((-s $incpath) % 8192, 0, 'inc\'s compressed segment is a multiple of 8 kB long');
-note "inc: " . (-s $incpath) . " bytes ($steps added)";
+is((-s $inc4path) % 8192, 0, 'so is inc4\'s');
+is(join(' ', map { PgStrata::PcsFile::header($_)->{version} } $t4path, $t4keypath, $inc4path),
+	'4 4 4', 't4, its primary key and inc4 are of format 4');
+cmp_ok(scalar(grep { $_->[0] >= PgStrata::PcsFile::HEADER_ENTRIES }
+	  PgStrata::PcsFile::entries($t4path)), '>', 0,
+	't4 has entries in its 2 MB map, beyond those in its header');
+is($primary->safe_psql('postgres', $t4sum), $t4before, 't4 reads as before');
 
 check_all($primary, 'primary');
 
@@ -149,8 +211,11 @@ ok( IPC::Run::run(
 unlike($err, qr/checksum/, 'and says nothing about checksums');
 my $tcopy = "$backup_dir/"
   . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('t')");
-ok(-s $tcopy > 2101248 && (stat $tcopy)[12] * 512 < (-s $tcopy) - 1024 * 1024,
-	'the backup\'s copy of a compressed segment keeps its 2 MB map sparse');
+ok(follows_data($tcopy),
+	'the backup\'s copy of a compressed segment of format 5 is as long as its data, with no hole');
+ok(sparse_map("$backup_dir/"
+	  . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('t4')")),
+	'the backup\'s copy of a compressed segment of format 4 keeps its 2 MB map sparse');
 my $dump_at_backup = dumpall($primary);
 # the reserve of the compressed tablespace is left out (pcs_reserve.c): it
 # lies in the tablespace's pgsql_tmp, which backups leave out
@@ -181,6 +246,8 @@ UPDATE t SET v = v || 'u' WHERE id % 50 = 0;
 INSERT INTO t SELECT g, g % 100, md5(g::text) FROM generate_series(30001, 32000) g;
 CREATE TABLE t2 TABLESPACE cts AS SELECT * FROM t WHERE id < 3000;
 UPDATE inc SET v = 'changed' WHERE ctid = '(0,1)';
+UPDATE inc4 SET v = 'changed' WHERE ctid = '(0,1)';
+UPDATE t4 SET v = v || 'u' WHERE id % 50 = 0;
 CHECKPOINT;
 ));
 
@@ -191,17 +258,26 @@ $primary->command_ok(
 	  '--incremental', "$backup_dir/backup_manifest" ],
 	'an incremental backup succeeds');
 my $dump_at_incr = dumpall($primary);
-my $increl = $primary->safe_psql('postgres', "SELECT pg_relation_filepath('inc')");
-ok(-f "$incr_dir/$increl", 'the compressed segment is in the incremental backup whole');
-$increl =~ s{/(\d+)$}{/INCREMENTAL.$1};
-ok(!-e "$incr_dir/$increl", 'and not as an incremental file');
+for my $rel (qw(inc inc4))
+{
+	my $increl = $primary->safe_psql('postgres', "SELECT pg_relation_filepath('$rel')");
+	ok(-f "$incr_dir/$increl", "$rel: the compressed segment is in the incremental backup whole");
+	$increl =~ s{/(\d+)$}{/INCREMENTAL.$1};
+	ok(!-e "$incr_dir/$increl", "$rel: and not as an incremental file");
+}
 my $combined_dir = $primary->backup_dir . '/combined';
 command_ok([ 'pg_combinebackup', '--no-sync', '-o', $combined_dir, $backup_dir, $incr_dir ],
 	'pg_combinebackup combines them');
 my $inccopy = "$combined_dir/"
   . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('inc')");
-ok(-s $inccopy > 2101248 && (stat $inccopy)[12] * 512 < (-s $inccopy) - 1024 * 1024,
-	'the combined copy of a compressed segment keeps its 2 MB map sparse');
+ok(follows_data($inccopy),
+	'the combined copy of a compressed segment of format 5 is as long as its data, with no hole');
+for my $rel (qw(inc4 t4))
+{
+	ok(sparse_map("$combined_dir/"
+		  . $primary->safe_psql('postgres', "SELECT pg_relation_filepath('$rel')")),
+		"the combined copy of $rel, a compressed segment of format 4, keeps its 2 MB map sparse");
+}
 my $combined = PostgreSQL::Test::Cluster->new('combined');
 $combined->init_from_backup($primary, 'combined');
 $combined->start;
@@ -270,11 +346,12 @@ for my $db (qw(plaindb fc_to_plain fc_to_cts wl_to_plain wl_to_cts mv_to_plain m
 	is($primary->safe_psql($db, $sum), $expect, "$db reads back");
 }
 
-# A verbatim copy keeps the map of a compressed segment sparse.
+# A verbatim copy takes no more space than its source: it leaves holes as
+# holes (the map of formats 2 to 4, 2 MB, is mostly one).
 ok($dst_after >= $src_before && $dst_after <= $src_after,
 	"the FILE_COPY copy of a compressed segment has the source's length ($src_before <= $dst_after <= $src_after)");
 cmp_ok(((stat $dst)[12] - (stat $src)[12]) * 512, '<=', 64 * 1024,
-	'and the 2 MB of its map stay sparse: the copy takes at most 64 kB more');
+	'and takes at most 64 kB more than the source');
 
 # Writes into the copies, new relations in them, and moves back.
 for my $db (qw(fc_to_plain fc_to_cts mv_to_plain mv_to_cts))

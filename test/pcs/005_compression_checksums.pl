@@ -41,9 +41,11 @@ INSERT INTO r SELECT g, substr((SELECT string_agg(decode(md5(g::text || i::text)
 	FROM generate_series(1, 62) i), 1, 984) FROM generate_series(1, 300) g;
 CREATE DATABASE cdb TABLESPACE cts;
 VACUUM t;
--- b: no free space map yet
+-- b, b4: no free space map yet
 CREATE TABLE b (id int) TABLESPACE cts;
 INSERT INTO b VALUES (1);
+CREATE TABLE b4 (id int) TABLESPACE cts;
+INSERT INTO b4 VALUES (1);
 ));
 $node->safe_psql('cdb', q(
 CREATE TABLE c AS SELECT g AS id, md5(g::text) AS v FROM generate_series(1, 5000) g;
@@ -53,16 +55,23 @@ $node->safe_psql('postgres', 'CHECKPOINT');
 my $tpath = PgStrata::PcsFile::relation_path($node, 'postgres', 't');
 my $rpath = PgStrata::PcsFile::relation_path($node, 'postgres', 'r');
 my $bpath = PgStrata::PcsFile::relation_path($node, 'postgres', 'b');
+my $b4path = PgStrata::PcsFile::relation_path($node, 'postgres', 'b4');
 $node->stop;
 
 # A free space map whose creation an OS crash cut short after the file was
-# sized, before its header reached disk: the data area's size, all zeros
-# (pcs.c, pcs_segment0_is_blank()).  pg_checksums skips it as the server
-# takes it for an empty fork; it used to stop at its half block.
-ok(!-e "${bpath}_fsm", 'b has no free space map yet');
-open(my $blank, '>', "${bpath}_fsm") or die "open: $!";
-truncate($blank, PgStrata::PcsFile::DATA_OFFSET) or die "truncate: $!";
-close($blank);
+# sized, before its header reached disk: all zeros, of the header's size
+# (format 5) or, from builds of formats 2 to 4, of their data area's
+# offset (pcs.c, pcs_segment0_is_blank()).  pg_checksums skips it as the
+# server takes it for an empty fork; it used to stop at its half block.
+for my $blank_fsm ([ $bpath, PgStrata::PcsFile::HEADER_SIZE ],
+	[ $b4path, PgStrata::PcsFile::V4_DATA_OFFSET ])
+{
+	my ($path, $size) = @$blank_fsm;
+	ok(!-e "${path}_fsm", "no free space map yet ($size bytes blank to come)");
+	open(my $blank, '>', "${path}_fsm") or die "open: $!";
+	truncate($blank, $size) or die "truncate: $!";
+	close($blank);
+}
 
 # copies of a segment, kept outside the data directory
 my $keep = PostgreSQL::Test::Utils::tempdir();
@@ -111,14 +120,19 @@ UPDATE t SET v = v || 'x' WHERE id % 7 = 0;
 INSERT INTO t SELECT g, md5(g::text) FROM generate_series(20001, 22000) g;
 ));
 $node->safe_psql('cdb', 'UPDATE c SET v = upper(v) WHERE id % 3 = 0');
-# the blank free space map is made anew at its first extension
-$node->safe_psql('postgres',
-	'INSERT INTO b SELECT g FROM generate_series(2, 5000) g; VACUUM b');
-is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM b'),
-	'5000|12502500', 'a table whose free space map was blank takes rows and VACUUM');
-ok(PgStrata::PcsFile::is_compressed("${bpath}_fsm")
-	  && PgStrata::PcsFile::header("${bpath}_fsm")->{header_crc_ok},
-	'its free space map was made anew, compressed');
+# the blank free space maps are made anew at their first extension
+for my $blank_fsm ([ 'b', $bpath ], [ 'b4', $b4path ])
+{
+	my ($table, $path) = @$blank_fsm;
+	$node->safe_psql('postgres',
+		"INSERT INTO $table SELECT g FROM generate_series(2, 5000) g; VACUUM $table");
+	is($node->safe_psql('postgres', "SELECT count(*), sum(id) FROM $table"),
+		'5000|12502500',
+		"$table: a table whose free space map was blank takes rows and VACUUM");
+	ok(PgStrata::PcsFile::is_compressed("${path}_fsm")
+		  && PgStrata::PcsFile::header("${path}_fsm")->{header_crc_ok},
+		"$table: its free space map was made anew, compressed");
+}
 my $before = $node->safe_psql('postgres',
 	q(SELECT count(*), md5(string_agg(id || v, ',' ORDER BY id)) FROM t));
 $node->stop;

@@ -170,11 +170,13 @@ sub space
 # check_space(REL, LABEL): every allocated byte of the relation's segment
 # is accounted for (README.pcs, "Space a crash leaves behind"): the
 # garbage reported is exactly the units handed out (the allocation word in
-# the segment header) that no entry uses; the units the file holds beyond
-# those are at most one preallocation step (a sixteenth of the data area,
-# at least 8 kB); and the bytes the file system allocated are the header
-# block, the map's pages, that data area, and at most 16 kB of the file
-# system's own (ext4 counts its extent blocks in st_blocks).
+# the segment header) that no entry uses, nor (format 5) the map's pages
+# and directory, which are units of the data area; the units the file
+# holds beyond those are at most one preallocation step (a sixteenth of the
+# data area, at least 8 kB); and the bytes the file system allocated are
+# the header block, the map's pages (formats 2 to 4: below the data area),
+# that data area, and at most 16 kB of the file system's own (ext4 counts
+# its extent blocks in st_blocks).
 sub check_space
 {
 	my ($rel, $label) = @_;
@@ -183,18 +185,24 @@ sub check_space
 	my $next_unit = $h->{next_unit};
 	my $unit = $h->{unit_size};
 	my $s = space($rel);
-	my $live_units = ($s->{stored} + $s->{slack}) / $unit;
-	my $file_units = ((-s $path) - PgStrata::PcsFile::DATA_OFFSET) / $unit;
+	my $live_units = ($s->{stored} + $s->{slack}) / $unit
+	  + PgStrata::PcsFile::metadata_units($h);
+	my $file_units =
+	  ((-s $path) - PgStrata::PcsFile::data_offset($h)) / $unit;
 	my $min_step = 8192 / $unit;
 	my $step = $next_unit / 16 > $min_step ? $next_unit / 16 : $min_step;
-	my $map = 4096 * int(($s->{pages} * 16 + 4095) / 4096);
+	my $map =
+	  $h->{has_directory} ? 0 : 4096 * int(($s->{pages} * 16 + 4095) / 4096);
 
 	# Until the first allocation of a new server generation (a crash of a
 	# process begins one) mends the allocation word, the file's end bounds
 	# the units handed out, and the garbage counts up to it.
 	ok($s->{garbage} == ($next_unit - $live_units) * $unit
 		  || $s->{garbage} == ($file_units - $live_units) * $unit,
-		"$label: the garbage reported is every unit handed out that no entry uses");
+		"$label: the garbage reported is every unit handed out that no entry uses"
+	) or diag "garbage $s->{garbage}, next unit $next_unit, file units $file_units, "
+	  . "used units $live_units (" . PgStrata::PcsFile::metadata_units($h)
+	  . ' of them the map\'s)';
 	cmp_ok($file_units - $next_unit, '<=', $step + 20 * 512 / $unit,
 		"$label: beyond them the file holds at most one preallocation step");
 	cmp_ok($s->{physical}, '<=', 4096 + $map + $file_units * $unit + 16384,

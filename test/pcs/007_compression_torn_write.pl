@@ -32,8 +32,6 @@ use Test::More;
 use PgStrata::PcsFile;
 use PgStrata::Node;
 
-my $data_offset = PgStrata::PcsFile::DATA_OFFSET;
-my $unit = PgStrata::PcsFile::UNIT_SIZE;    # the tables are made in format 3
 
 my $node = PgStrata::Node::compressed_node('torn',
 	# Without data checksums: case 4 needs a cluster whose hint bits only
@@ -56,14 +54,21 @@ VACUUM c;
 CHECKPOINT;
 ));
 
-# entry(FILE, BLOCK): the map entry of a block as (first unit, stored bytes,
-# units, raw entry bytes)
+# entry(FILE, BLOCK): the map entry of a block, in the bytes of a whole
+# segment file, as (first unit, stored bytes, units, raw entry bytes)
 sub entry
 {
 	my ($file, $block) = @_;
-	my $e = PgStrata::PcsFile::parse_entry(
-		substr($file, PgStrata::PcsFile::entry_offset($block), 16));
+	my $e = PgStrata::PcsFile::entry(\$file, $block);
 	return ($e->{first}, $e->{stored}, $e->{units}, $e->{raw});
+}
+
+# unit_at(FILE, UNIT): where a unit lies in the bytes of a whole segment
+# file (the data area's offset depends on the segment's format)
+sub unit_at
+{
+	my ($file, $unit) = @_;
+	return PgStrata::PcsFile::unit_offset(\$file, $unit);
 }
 
 # block_rows(TABLE, BLOCK): a digest of the rows stored in a heap block
@@ -151,7 +156,7 @@ sub differences
 {
 	my ($old, $new, $block) = @_;
 	my ($nf, $ns) = entry($new, $block);
-	my $start = $data_offset + $unit * $nf;
+	my $start = unit_at($new, $nf);
 	my $o = substr($old . ("\0" x $ns), $start, $ns);
 	my $n = substr($new, $start, $ns);
 	my @diff = grep { substr($o, $_, 1) ne substr($n, $_, 1) } 0 .. $ns - 1;
@@ -169,11 +174,11 @@ sub half_new_over_old
 	my ($nf, $ns, $nu) = entry($new, $block);
 	my (undef, $last) = differences($old, $new, $block);
 	die "the new image does not differ from the old bytes" unless defined $last;
-	my $image = $data_offset + $unit * $nf;
+	my $image = unit_at($new, $nf);
 	# sectors are 512-byte blocks of the file; images start at any unit
 	my $start = 512 * int(($image + $last) / 512);
 	$start = $image if $start < $image;
-	my $end = $data_offset + $unit * ($nf + $nu);
+	my $end = unit_at($new, $nf + $nu);
 	my $padded = $old;
 	$padded .= "\0" x ($end - length($padded)) if length($padded) < $end;
 	my $torn = $new;
@@ -190,7 +195,7 @@ sub new_image_old_entry
 	my ($nf, $ns) = entry($new, $block);
 	my ($first) = differences($old, $new, $block);
 	die "the new image does not differ from the old bytes" unless defined $first;
-	my $start = $data_offset + $unit * $nf;
+	my $start = unit_at($new, $nf);
 	my $len = 512 * (int(($start + $first) / 512) + 1) - $start;
 	$len = $ns if $len > $ns;
 	my $torn = $old;
@@ -206,8 +211,8 @@ sub torn_image
 	my ($old, $new, $torn, $block) = @_;
 	my ($tf, $ts, undef, $te) = entry($torn, $block);
 	my $src = $te eq (entry($new, $block))[3] ? $new : $old;
-	return substr($torn, $data_offset + $unit * $tf, $ts) ne
-	  substr($src, $data_offset + $unit * $tf, $ts);
+	return substr($torn, unit_at($torn, $tf), $ts) ne
+	  substr($src, unit_at($src, $tf), $ts);
 }
 
 # 1. In place: block 0 loses all but its first 20 rows to DELETE and

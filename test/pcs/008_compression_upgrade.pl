@@ -11,11 +11,12 @@
 # - compressed files outside a compressed tablespace (a database moved to
 #   pg_default with ALTER DATABASE SET TABLESPACE keeps them) go through
 #   pg_upgrade --copy, --copy-file-range and --link: the new cluster reads
-#   them, they are still compressed (and both copies keep their map
-#   sparse), pg_dumpall gives
-#   the same output, amcheck is clean, and the new cluster has the file
-#   that says compressed relations may exist (README.pcs, "Hint bits and
-#   full-page images").
+#   them, they are still compressed (the table's segment of format 5 copied
+#   as long as its data and no larger, its index's rewritten in format 4
+#   keeping its 2 MB map sparse in both copies), pg_dumpall gives the same
+#   output, amcheck is clean, and the new cluster has the file that says
+#   compressed relations may exist (README.pcs, "Hint bits and full-page
+#   images").
 
 use strict;
 use warnings FATAL => 'all';
@@ -134,7 +135,38 @@ ok(PgStrata::PcsFile::relation_is_compressed($old, 'cdb', 'c_v'),
 my $sum = q(SELECT count(*), md5(string_agg(id || v, ',' ORDER BY id)) FROM c);
 my $expect = $old->safe_psql('cdb', $sum);
 my $dump = dumpall($old);
+my $old_c = PgStrata::PcsFile::relation_path($old, 'cdb', 'c');
+my $old_c_v = PgStrata::PcsFile::relation_path($old, 'cdb', 'c_v');
 $old->stop;
+
+# The index in format 4, as builds before 2026-12-02 made segments: its
+# map of 2 MB, sparse, below the data area goes through the upgrades too.
+PgStrata::PcsFile::to_format_4($old_c_v);
+is(PgStrata::PcsFile::header($old_c_v)->{version}, 4, 'the index is of format 4');
+cmp_ok(scalar(grep { $_->[0] >= PgStrata::PcsFile::HEADER_ENTRIES }
+	  PgStrata::PcsFile::entries($old_c_v)), '>', 0,
+	'with entries in its 2 MB map, beyond those in its header');
+
+# copied_ok(NODE, LABEL): the new cluster's copies of the table's segment
+# (format 5: as long as the old one, and taking no more space, as it has
+# no hole) and of the index's (format 4: its 2 MB map stays sparse)
+sub copied_ok
+{
+	my ($node, $label) = @_;
+	my $c = $node->data_dir . '/'
+	  . $node->safe_psql('cdb', "SELECT pg_relation_filepath('c')");
+	my $c_v = $node->data_dir . '/'
+	  . $node->safe_psql('cdb', "SELECT pg_relation_filepath('c_v')");
+	ok( PgStrata::PcsFile::header($c)->{version} == 5
+		  && -s $c == -s $old_c
+		  && (stat $c)[12] <= (stat $old_c)[12] + 128,
+		"$label: the copy of a compressed segment of format 5 is as long as its source, and no larger ("
+		  . (-s $c) . ' bytes, ' . (stat $c)[12] * 512 . ' allocated)');
+	ok( PgStrata::PcsFile::header($c_v)->{version} == 4
+		  && -s $c_v > PgStrata::PcsFile::V4_DATA_OFFSET
+		  && (stat $c_v)[12] * 512 < (-s $c_v) - 1024 * 1024,
+		"$label: the copy of a compressed segment of format 4 keeps its 2 MB map sparse");
+}
 
 # check_new(NODE, LABEL): the upgraded cluster reads the compressed files
 sub check_new
@@ -160,10 +192,7 @@ CHECKPOINT;
 ($rc, $output) = upgrade($new1, '--copy');
 is($rc, 0, 'pg_upgrade --copy') or diag $output;
 $new1->start;
-my $copied = $new1->data_dir . '/'
-  . $new1->safe_psql('cdb', "SELECT pg_relation_filepath('c')");
-ok(-s $copied > 2101248 && (stat $copied)[12] * 512 < (-s $copied) - 1024 * 1024,
-	'the copy of a compressed segment keeps its 2 MB map sparse');
+copied_ok($new1, 'copy');
 check_new($new1, 'copy');
 $new1->stop;
 
@@ -175,10 +204,7 @@ $new3->append_conf('postgresql.conf', $conf);
 ($rc, $output) = upgrade($new3, '--copy-file-range');
 is($rc, 0, 'pg_upgrade --copy-file-range') or diag $output;
 $new3->start;
-$copied = $new3->data_dir . '/'
-  . $new3->safe_psql('cdb', "SELECT pg_relation_filepath('c')");
-ok(-s $copied > 2101248 && (stat $copied)[12] * 512 < (-s $copied) - 1024 * 1024,
-	'the copy_file_range() copy of a compressed segment keeps its 2 MB map sparse');
+copied_ok($new3, 'copy_file_range()');
 check_new($new3, 'copy-file-range');
 $new3->stop;
 

@@ -8,7 +8,9 @@
 # which would make the file system allocate them for nothing, and on a
 # full file system raise SIGBUS through the shared mapping.  A 1 GB
 # pre-extension window covers 512 map pages (2 MB): the file must not grow
-# by them.
+# by them.  In format 5, where map pages are units of the data area made
+# when their first entry is stored, zero-extension must make none: the
+# segment has map pages for its blocks with storage only.
 
 use strict;
 use warnings FATAL => 'all';
@@ -16,6 +18,7 @@ use warnings FATAL => 'all';
 use PostgreSQL::Test::Utils;
 use Test::More;
 use PgStrata::Node;
+use PgStrata::PcsFile;
 
 my $node = PgStrata::Node::compressed_node('sparse',
 	conf => q(
@@ -49,6 +52,16 @@ cmp_ok(
 	'the window was made: the fork has over 100,000 logical pages');
 cmp_ok($after - $before, '<', 256 * 1024,
 	"the file grew by less than 256 kB for a window whose map is 2 MB ($before -> $after bytes)");
+
+my $path = PgStrata::PcsFile::relation_path($node, 'postgres', 't');
+is(PgStrata::PcsFile::header($path)->{version},
+	PgStrata::PcsFile::FORMAT_VERSION, 'the segment is of the current format');
+my %needed = map { (int($_->[0] / PgStrata::PcsFile::MAP_PAGE_ENTRIES) => 1) }
+  grep { $_->[0] >= PgStrata::PcsFile::HEADER_ENTRIES }
+  PgStrata::PcsFile::entries($path);
+is( join(' ', sort { $a <=> $b } keys %{ PgStrata::PcsFile::map_pages($path) }),
+	join(' ', sort { $a <=> $b } keys %needed),
+	'the segment has the map pages of its blocks with storage, none for the window');
 
 $node->safe_psql('postgres', 'DROP TABLE t');
 done_testing();

@@ -27,7 +27,7 @@ use warnings FATAL => 'all';
 
 use PostgreSQL::Test::Utils;
 use Test::More;
-use PgStrata::PcsFile qw(ALLOC_OFFSET NBLOCKS_OFFSET NBLOCKS2_OFFSET UNIT_SIZE DATA_OFFSET);
+use PgStrata::PcsFile qw(ALLOC_OFFSET NBLOCKS_OFFSET NBLOCKS2_OFFSET FORMAT_VERSION);
 use PgStrata::Node;
 
 my $node = PgStrata::Node::compressed_node('words',
@@ -54,7 +54,8 @@ my $pages = $node->safe_psql('postgres',
 cmp_ok($pages, '>', 10, 'the table has a few dozen pages');
 
 my $h = PgStrata::PcsFile::header($path);
-is($h->{version}, 4, 'the segment is of format version 4');
+is($h->{version}, FORMAT_VERSION,
+	'the segment is of the current format version, ' . FORMAT_VERSION);
 ok($h->{header_crc_ok}, 'its fixed fields match their CRC');
 is_deeply($h->{nblocks_word_ok}, [ 1, 1 ],
 	'both copies of the block count on disk pass their checks');
@@ -179,17 +180,17 @@ SELECT count(pg_buffercache_evict(bufferid)) FROM pg_buffercache
 ));
 }
 
-# check_units(LABEL): every image lies below the next free unit, no two
-# blocks share a unit, amcheck is clean
+# check_units(LABEL): every image (and in format 5 the map's pages and
+# directory, units of the data area as well) lies below the next free
+# unit, no two blocks share a unit, amcheck is clean
 sub check_units
 {
 	my ($label) = @_;
 	is(PgStrata::PcsFile::overlaps($path), '', "$label: no two blocks share a unit");
 	my $high = 0;
-	for my $e (PgStrata::PcsFile::entries($path))
+	for my $e (PgStrata::PcsFile::extents($path))
 	{
-		my $end = $e->[1]{first} + $e->[1]{units};
-		$high = $end if $end > $high;
+		$high = $e->[1] if $e->[1] > $high;
 	}
 	cmp_ok(PgStrata::PcsFile::header($path)->{next_unit}, '>=', $high,
 		"$label: the allocation word's next free unit is above every image");
@@ -256,11 +257,11 @@ PgStrata::PcsFile::write_bytes($path, 0, $v1);
 IPC::Run::run([ 'pg_checksums', '--check', '-D', $node->data_dir ],
 	'>', \$out, '2>', \$err);
 isnt($? >> 8, 0, 'pg_checksums --check fails on a segment of format version 1');
-like($err, qr/\Q$relfile\E": The file has format version 1; this build reads only versions 2 to 4/,
+like($err, qr/\Q$relfile\E": The file has format version 1; this build reads only versions 2 to ${\ FORMAT_VERSION}/,
 	'and says which version it is');
 $node->start;
 my $e = query('SELECT count(*) FROM c');
-like($e, qr/ERROR:  0A000: compressed segment file "\Q$relfile\E" has format version 1, but this server reads only versions 2 to 4/,
+like($e, qr/ERROR:  0A000: compressed segment file "\Q$relfile\E" has format version 1, but this server reads only versions 2 to ${\ FORMAT_VERSION}/,
 	'the server refuses a segment of format version 1 as not supported');
 like($e, qr/HINT:  .*another development build of pgstrata/,
 	'with a hint saying where it came from');
@@ -283,6 +284,30 @@ PgStrata::PcsFile::write_bytes($path, 0, $head);
 $node->start;
 is($node->safe_psql('postgres', $rows_query), $expected,
 	'with the header put back every row reads');
+
+# 7. A segment of format version 4, as builds before 2026-12-02 made them
+# (the 2 MB map between the header and the data area; format 5 keeps map
+# pages and their directory in the data area), stays readable and
+# writable, and keeps its format.
+$node->stop;
+cmp_ok(PgStrata::PcsFile::to_format_4($path), '>', 0,
+	'the segment was rewritten in format 4');
+$node->start;
+is($node->safe_psql('postgres', $rows_query), $expected,
+	'format 4: every row reads');
+grow(8);
+$expected = $node->safe_psql('postgres', $rows_query);
+$node->safe_psql('postgres', 'CHECKPOINT');
+$h = PgStrata::PcsFile::header($path);
+is($h->{version}, 4, 'format 4: the segment keeps its format');
+is(PgStrata::PcsFile::read_bytes($path, $_, 8), "\0" x 8,
+	"format 4: nothing was written into the directory word at $_")
+  for PgStrata::PcsFile::DIRECTORY_WORD_OFFSETS;
+check_units('format 4 after writes');
+$node->restart;
+is($node->safe_psql('postgres', $rows_query), $expected,
+	'format 4: after writes and a restart the rows are those written');
+server_alive('a segment of format version 4');
 
 # 7a. A segment of format version 3, as builds of 2026-11-24 made them
 # (every map entry in the map; format 4 keeps the first 96 blocks' entries

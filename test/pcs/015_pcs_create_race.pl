@@ -15,12 +15,14 @@
 # The injection point pcs-create-before-header stops an INSERT in that
 # window, while it creates the free space map of a compressed table.
 #
-# A moment later the file has its header but not yet its size (the data
-# area): pcs-create-after-header stops there.  A reader of the free space
-# map then got "compressed segment file ... is too short" (seen once in
+# A moment later the file has its header but not yet its blocks (formats
+# 2 to 4: nor its size, the data area; format 5 has nothing to size, a
+# fork is its header alone until its first image is written):
+# pcs-create-after-header stops there.  A reader of the free space map
+# then got "compressed segment file ... is too short" (seen once in
 # upstream's triggers test with compression forced); the fork counts as
-# empty until it is sized, and a crash at that point leaves a fork that
-# reads as empty and is written again, not a damaged one.
+# empty until its creator extends it, and a crash at that point leaves a
+# fork that reads as empty and is written again, not a damaged one.
 
 use strict;
 use warnings FATAL => 'all';
@@ -145,7 +147,12 @@ SELECT injection_points_wakeup('pcs-create-after-header');
 ));
 $creator->query_safe('SELECT 1');
 $creator->quit;
-cmp_ok(-s $fsm2, '>', 4096, 'its creator sized it');
+is(PgStrata::PcsFile::header($fsm2)->{nblocks}, 3,
+	'its creator extended it: the header counts three blocks');
+($ret, $stdout, $stderr) = $node->psql('postgres',
+	q(SELECT octet_length(get_raw_page('t2', 'fsm', 3))));
+like($stderr, qr/block number 3 is out of range/,
+	'and a new session sees a three-block free space map');
 is($node->safe_psql('postgres', q(SELECT count(*) FROM t2)), '500',
 	'every row is there');
 
