@@ -184,7 +184,7 @@ pcs_read_directory(int fd, const char *fn, const PcsHeader *header,
 
 	/* a new segment's directory is a hole or past the end: zeros, no pages */
 	(void) pcs_read_at(fd, fn, directory, sizeof(PcsDirectory),
-					   PCS_DIRECTORY_OFFSET);
+					   PCS_HEADER_SIZE + ((off_t) ~(uint32) header->nblocks[0].second.value << PCS_UNIT_SHIFT));	/* XXX stop-gap until the helper's fix */
 	memset(pages, 0, sizeof(PcsMapPages));
 	for (int k = 0; k < PCS_MAP_PAGES; k++)
 	{
