@@ -22,6 +22,8 @@
 #      and the primary compared row for row (md5 of the ordered rows),
 #      amcheck (verify_heapam, bt_index_check with heapallindexed), and
 #      pg_checksums --check stopped;
+#      and each restore of the 1,000 small compressed tables of database
+#      small takes no more room than they take in the source;
 #   6. negative controls: the comparison sees one altered row, and
 #      pg_checksums --check sees one damaged byte in a plain file and in
 #      a compressed file of a restored copy;
@@ -103,6 +105,17 @@ start_cluster "$W/primary"
 psql_at "$PORT" postgres "CREATE TABLESPACE cts LOCATION '$W/ts_c' WITH (compression = 'zstd')"
 psql_at "$PORT" postgres "CREATE TABLESPACE pts LOCATION '$W/ts_p'"
 psql_at "$PORT" postgres "CREATE DATABASE app"
+# 1,000 small tables with their primary keys, in a database of their own
+# that the load leaves alone: a restore must take no more room than they
+# do (a restore writes every byte, holes included)
+psql_at "$PORT" postgres "CREATE DATABASE small"
+for b in $(seq 0 100 999); do
+	psql_at "$PORT" small "$(for t in $(seq "$b" $((b + 99))); do
+		echo "CREATE TABLE s_$t (id int PRIMARY KEY USING INDEX TABLESPACE cts, v text) TABLESPACE cts;"
+		echo "INSERT INTO s_$t SELECT g, md5(g::text) FROM generate_series(1, 20) g;"
+	done)"
+done
+SMALL_OID=$(psql_at "$PORT" postgres "SELECT oid FROM pg_database WHERE datname = 'small'")
 psql_at "$PORT" app "CREATE EXTENSION amcheck; CREATE EXTENSION pgstrata"
 for t in c p; do
 	ts=${t}ts
@@ -333,6 +346,22 @@ started_check()
 	read -r a k < <(sizes "$dir"); echo "SIZE restore-$name-data $a $k"
 	read -r a k < <(sizes "$dir-ts_c"); echo "SIZE restore-$name-ts-compressed $a $k"
 	read -r a k < <(sizes "$dir-ts_p"); echo "SIZE restore-$name-ts-plain $a $k"
+	small_check "$name"
+}
+
+# small_check NAME: the restored copy of the 1,000 small compressed tables
+# takes no more room than the source's (1% for what a file system may
+# allocate ahead); before format 5, each of their forks took a 2 MB map
+small_check()
+{
+	local name=$1 sa sk ra rk
+	read -r sa sk < <(sizes "$(echo "$W"/ts_c/PG_*)/$SMALL_OID")
+	read -r ra rk < <(sizes "$(echo "$W/restore-$name-ts_c"/PG_*)/$SMALL_OID")
+	echo "SIZE small-tables-source $sa $sk"
+	echo "SIZE small-tables-restore-$name $ra $rk"
+	[ "$rk" -le $((sk + sk / 100)) ] ||
+		fail "restore $name: the 1,000 small compressed tables take $(human "$rk") restored, $(human "$sk") in the source"
+	echo "RESULT restore-$name: the 1,000 small compressed tables take $(human "$rk") restored, $(human "$sk") in the source"
 }
 
 # the incremental of repo1, to the end of the archive
