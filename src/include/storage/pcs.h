@@ -81,7 +81,8 @@ typedef struct PcsSegmentView
 	uint32		unit_limit;		/* the first unit not handed out */
 	int			shift;			/* log2 of its unit size */
 	uint64		physical_bytes; /* allocated by the file system */
-	uint32		map_units;		/* units its map pages take (version 5) */
+	uint32		map_units;		/* units its directory and map pages take
+								 * (version 5) */
 } PcsSegmentView;
 
 extern bool pcs_segment_view(SMgrRelation reln, ForkNumber forknum,

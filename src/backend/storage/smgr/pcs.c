@@ -897,13 +897,17 @@ pcs_segment_view(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	view->physical_bytes = fstat(FileGetRawDesc(seg->vfd), &st) == 0 ?
 		(uint64) st.st_blocks * 512 : 0;
 	view->map_units = 0;
-	for (int page = 0; pcs_header_has_directory(seg->header) &&
-		 page < PCS_MAP_PAGES; page++)
+	if (pcs_header_has_directory(seg->header))
 	{
 		uint32		unit;
 
-		if (pcs_map_page_lookup(seg, page, true, &unit) > 0)
-			view->map_units += pcs_map_page_units(seg->shift);
+		if (pcs_directory_lookup(seg, true, &unit) > 0)
+			view->map_units += pcs_directory_units(seg->shift);
+		for (int page = 0; page < PCS_MAP_PAGES; page++)
+		{
+			if (pcs_map_page_lookup(seg, page, true, &unit) > 0)
+				view->map_units += pcs_map_page_units(seg->shift);
+		}
 	}
 	return true;
 }
