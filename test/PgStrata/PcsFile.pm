@@ -313,14 +313,16 @@ sub parse_header
 	return \%h;
 }
 
-# header(SEGMENT): parse_header of a segment's header.  SEGMENT is the
-# path of the file or a reference to its bytes; the hash remembers it
-# (source), so that it can stand for the segment wherever one is taken.
+# header(SEGMENT [, SEGNO]): parse_header of a segment's header.  SEGMENT
+# is the path of the file or a reference to its bytes; the hash remembers
+# it (source), so that it can stand for the segment wherever one is taken.
+# The checks of the header's words cover the segment number: a path's is
+# taken from its name, bytes' is SEGNO (default 0).
 sub header
 {
-	my ($src) = @_;
+	my ($src, $segno) = @_;
 	my $h = parse_header(_read($src, 0, HEADER_ENTRIES_OFFSET),
-		ref $src ? 0 : segno($src));
+		$segno // (ref $src ? 0 : segno($src)));
 	$h->{source} = $src;
 	return $h;
 }

@@ -370,13 +370,34 @@ sub random_pick
 	};
 }
 
+# interleave(OLD, NEW, SECTOR, SEED): splice_copies() with sectors picked at
+# random, the same way on every run; the first seed from SEED on that
+# changes the file.  A file of format 5 follows its data, so a small fork
+# is a few pages (a visibility map of one block: its header and one 4 kB
+# page of data area), which one pick may take all from NEW.
+sub interleave
+{
+	my ($o, $n, $sector, $seed) = @_;
+	my $torn;
+	for my $s ($seed .. $seed + 63)
+	{
+		$torn = splice_copies($o, $n, $sector, random_pick($s));
+		last if $torn ne $n;
+	}
+	return $torn;
+}
+
 # stage(SPLICE): a fault of class (b): replace the file by SPLICE->(OLD,
-# NEW), OLD being its bytes at the checkpoint ('' if it did not exist)
+# NEW), OLD being its bytes at the checkpoint ('' if it did not exist);
+# $segno is the file's segment number meanwhile
+our $segno = 0;
+
 sub stage
 {
 	my ($splice) = @_;
 	return sub {
 		my ($path, $old, $label) = @_;
+		local $segno = PgStrata::PcsFile::segno($path);
 		my $new = PgStrata::PcsFile::read_bytes($path);
 		my $torn = $splice->($old // '', $new);
 		ok( $torn ne $new,
@@ -392,7 +413,8 @@ sub stage
 }
 
 # meta_ranges(BYTES, WHAT): the byte ranges [start, end) of a segment
-# (BYTES: its whole file) that hold metadata of kind WHAT: 'all' (the
+# (BYTES: its whole file; $segno its number, which the checks of its
+# header's words cover) that hold metadata of kind WHAT: 'all' (the
 # header block, the map of formats 2 to 4, which lies between it and the
 # data area, and in format 5 the directory and the map pages, which lie in
 # the data area among the images), or in format 5 'directory' or 'map
@@ -402,7 +424,7 @@ sub meta_ranges
 {
 	my ($bytes, $what) = @_;
 	return () if length($bytes) < PgStrata::PcsFile::HEADER_SIZE;
-	my $h = PgStrata::PcsFile::header(\$bytes);
+	my $h = PgStrata::PcsFile::header(\$bytes, $segno);
 	my @ranges;
 	push @ranges, [ 0, PgStrata::PcsFile::data_offset($h) ] if $what eq 'all';
 	for my $x (PgStrata::PcsFile::extents($h))
@@ -445,11 +467,9 @@ sub new_meta
 # not at all.
 my %os_fault = (
 	'512-byte sectors interleaved' => stage(
-		sub { my ($o, $n) = @_; splice_copies($o, $n, 512, random_pick(17)) }
-	),
+		sub { my ($o, $n) = @_; interleave($o, $n, 512, 17) }),
 	'4 kB pages interleaved' => stage(
-		sub { my ($o, $n) = @_; splice_copies($o, $n, 4096, random_pick(23)) }
-	),
+		sub { my ($o, $n) = @_; interleave($o, $n, 4096, 23) }),
 	'header and map written, data lost' => stage(
 		sub {
 			my ($o, $n) = @_;
@@ -494,7 +514,8 @@ my %os_fault = (
 		sub {
 			my ($o, $n) = @_;
 			die 'data was written into the new file'
-			  if length($n) > PgStrata::PcsFile::data_offset(\$n);
+			  if length($n) >
+			  PgStrata::PcsFile::data_offset(PgStrata::PcsFile::header(\$n, $segno));
 			return "\0" x 4096 . substr($n, 4096);
 		}),);
 
