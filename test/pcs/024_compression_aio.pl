@@ -221,8 +221,7 @@ SELECT (SELECT md5(string_agg(r::text, '|' ORDER BY id)) FROM r) =
 	my $ze = PgStrata::PcsFile::entry($rpath, 7);
 	is($ze->{stored}, 8192, "$method: block 7 of r is stored raw");
 	PgStrata::PcsFile::write_bytes($rpath,
-		PgStrata::PcsFile::image_offset($ze,
-			PgStrata::PcsFile::header($rpath)->{unit_size}),
+		PgStrata::PcsFile::image_offset($ze, $rpath),
 		"\0" x 8192);
 	$node->start;
 	($rret, $rout, $rerr) = $node->psql('postgres', $zq,
@@ -261,11 +260,12 @@ SELECT (SELECT md5(string_agg(r::text, '|' ORDER BY id)) FROM r) =
 	# it is found before any read is planned)
 	$node->stop;
 	my ($last, $end) = (-1, 0);
-	for my $be (PgStrata::PcsFile::entries($path))
+	my $ph = PgStrata::PcsFile::header($path);
+	for my $be (PgStrata::PcsFile::entries($ph))
 	{
 		my ($b, $e) = @$be;
 		next if $e->{stored} == 0;
-		my $stop = PgStrata::PcsFile::image_offset($e) + $e->{stored};
+		my $stop = PgStrata::PcsFile::image_offset($e, $ph) + $e->{stored};
 		($last, $end) = ($b, $stop) if $stop > $end;
 	}
 	truncate($path, $end - 10) or die "truncate $path: $!";

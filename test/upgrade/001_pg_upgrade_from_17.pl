@@ -8,14 +8,19 @@
 # make PG=18 check-quick builds first).
 #
 # The old cluster holds, in a zstd tablespace: a table with zstd TOAST
-# values and its primary key, a table of more than 96 pages (format 4 keeps
-# the first 96 blocks' entries in the header, the rest in the map), an
-# empty table (an empty file), a refdata table with a foreign key to it,
-# and a plain table in pg_default.  After the upgrade the new cluster must
-# read every row as the old one did, amcheck must be clean, the files in
-# the tablespace's new version directory must be compressed segments of the
-# same format, the tablespace must keep its options and get its marker and
-# reserve, and the relations must take writes and survive a restart.
+# values and its primary key, a table of more than 96 pages (formats 4 and
+# 5 keep the first 96 blocks' entries in the header, the rest in the map;
+# format 5's map pages lie in the data area, found through a directory),
+# an empty table (an empty file), a refdata table with a foreign key to
+# it, and a plain table in pg_default.  The old build makes segments of
+# format 5; the table with TOAST values is rewritten in format 4 before
+# the upgrade (PgStrata::PcsFile::to_format_4()), as a cluster made by a
+# build of 2026 before format 5 has it, so that both formats go through
+# pg_upgrade.  After the upgrade the new cluster must read every row as the
+# old one did, amcheck must be clean, the files in the tablespace's new
+# version directory must be compressed segments of the format each had,
+# the tablespace must keep its options and get its marker and reserve, and
+# the relations must take writes and survive a restart.
 
 use strict;
 use warnings FATAL => 'all';
@@ -87,7 +92,23 @@ CHECKPOINT;
 ));
 	my %results = map { $_ => $old->safe_psql('postgres', $queries{$_}) }
 	  keys %queries;
+	my %files = map {
+		$_ => $old->data_dir . '/'
+		  . $old->safe_psql('postgres', "SELECT pg_relation_filepath('$_')")
+	} qw(t big);
 	$old->stop;
+	is(PgStrata::PcsFile::header($files{big})->{version}, 5,
+		"$name: the old build made format 5 segments");
+	# t's forks in format 4, as a build before format 5 made them
+	my $converted = 0;
+	for my $f (grep { -e $_ } map { "$files{t}$_" } ('', '_fsm', '_vm'))
+	{
+		next unless PgStrata::PcsFile::is_compressed($f);
+		PgStrata::PcsFile::to_format_4($f);
+		$converted++;
+	}
+	is(PgStrata::PcsFile::header($files{t})->{version}, 4,
+		"$name: t rewritten in format 4 ($converted forks)");
 	return ($old, $ts, \%results);
 }
 
@@ -147,11 +168,17 @@ SELECT bt_index_check('big_pkey', true);)),
 	like($path{big}, qr/PG_18_/, "$label: the table is in the 18 directory");
 	ok( (!grep { !PgStrata::PcsFile::is_compressed($path{$_}) } qw(t t_pkey big r)),
 		"$label: its files are compressed segments");
-	is(PgStrata::PcsFile::header($path{big})->{version}, 4,
-		"$label: of format version 4");
+	is(PgStrata::PcsFile::header($path{big})->{version}, 5,
+		"$label: the large table's of format 5, as the old cluster made it");
+	ok(%{ PgStrata::PcsFile::map_pages($path{big}) },
+		"$label: which has map pages, found through its directory");
+	is(PgStrata::PcsFile::header($path{t})->{version}, 4,
+		"$label: t's of format 4, as it was rewritten");
 	ok(-s $path{empty} == 0, "$label: the empty table is still an empty file");
 	is(PgStrata::PcsFile::overlaps($path{big}), '',
 		"$label: no two blocks of the large table share a unit");
+	is(PgStrata::PcsFile::overlaps($path{t}), '',
+		"$label: nor of the table of format 4");
 
 	# writes after the upgrade: rows, the empty table's first, a new table
 	$new->safe_psql('postgres', q(
@@ -172,6 +199,10 @@ CHECKPOINT;
 		"$label: writes after the upgrade survive a restart");
 	ok(PgStrata::PcsFile::is_compressed($path{empty}),
 		"$label: the empty table became compressed at its first row");
+	is(PgStrata::PcsFile::header($path{t})->{version}, 4,
+		"$label: t took its rows in format 4");
+	is(PgStrata::PcsFile::overlaps($path{t}), '',
+		"$label: and no two of its blocks share a unit");
 	like(
 		$new->safe_psql('postgres', q(
 SET enable_seqscan = off;
