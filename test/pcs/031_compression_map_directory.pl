@@ -18,7 +18,9 @@
 # 3. Damage: one copy of the header's directory word costs nothing; both
 #    make the blocks past the header's entries an ERROR naming the file (the
 #    first 96 blocks and the server stay up); a damaged directory slot is an
-#    ERROR naming the slot and its blocks, and other map pages read on.
+#    ERROR naming the slot and its blocks, and other map pages read on; a
+#    slot naming a page past the end of the file is an ERROR outside
+#    recovery, not a page of empty entries.
 
 use strict;
 use warnings FATAL => 'all';
@@ -243,6 +245,31 @@ PgStrata::PcsFile::flip($big, $slot1 + 6);
 $node->start;
 is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM big'),
 	$rows, 'mended, the table reads whole');
+
+# A sound slot that names a page past the end of the file: what an
+# operating system crash can leave, which only redo may read as a page of
+# empty entries (it rewrites those blocks); outside recovery it is a file
+# cut short, an ERROR as md's short reads are, never blocks read as zeros.
+$node->stop;
+my $slot1_bytes = PgStrata::PcsFile::read_bytes($big, $slot1, 8);
+my $h = PgStrata::PcsFile::header($big);
+my $past = int(((-s $big) - $data_offset) / 128) + 64;
+PgStrata::PcsFile::write_bytes($big, $slot1,
+	PgStrata::PcsFile::directory_word($h->{header_crc}, 0, 1, $past));
+$node->start;
+($ret, $stdout, $stderr) = $node->psql('postgres',
+	q(SELECT count(*) FROM big WHERE ctid >= '(256,0)' AND ctid < '(512,0)'),
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like(
+	$stderr,
+	qr/XX001: could not read the map of compressed segment file "[^"]+" at offset \d+: read only 0 of \d+ bytes/,
+	'a map page past the end of the file: a data-corruption error');
+is($node->safe_psql('postgres', 'SELECT 1'), '1', 'the server is up');
+$node->stop;
+PgStrata::PcsFile::write_bytes($big, $slot1, $slot1_bytes);
+$node->start;
+is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM big'),
+	$rows, 'mended again, the table reads whole');
 
 $node->stop;
 done_testing();

@@ -36,6 +36,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlogutils.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/lwlock.h"
@@ -185,13 +186,26 @@ pcs_meta_read(PcsSegment *seg, void *buf, int len, off_t offset)
 }
 
 /*
+ * May version 5's directory or map page bytes that lie past the end of the
+ * file read as zeros?  After an operating system crash, a directory word
+ * or slot that reached disk may name units past the end of a file whose
+ * growth did not: nothing written into them reached disk either, so zeros
+ * are what they held, and redo, which rewrites every block whose entry was
+ * stored there since the last checkpoint, gives them storage again before
+ * it stores into them (pcs_map_chunk_ready()).  So only while the server
+ * recovers; once it has, every such page lies within the file, and one
+ * that does not is a file cut short, an ERROR as md.c's short reads are.
+ */
+static inline bool
+pcs_meta_past_end_is_zeros(PcsSegment *seg)
+{
+	return pcs_header_has_directory(seg->header) && InRecovery;
+}
+
+/*
  * Read len bytes of version 5's directory or map pages at offset into buf,
- * or an ERROR; what lies past the end of the file reads as zeros.  A new
- * segment's file ends with its header, and its directory gets storage when
- * the first map page is made; after an operating system crash, a map page
- * whose directory slot reached disk may lie past the end of a file whose
- * growth did not (nothing was written into it then, so zeros are what it
- * held).
+ * or an ERROR; what lies past the end of the file reads as zeros while the
+ * server recovers (pcs_meta_past_end_is_zeros()).
  */
 static void
 pcs_meta_read_or_zeros(PcsSegment *seg, void *buf, int len, off_t offset)
@@ -199,7 +213,7 @@ pcs_meta_read_or_zeros(PcsSegment *seg, void *buf, int len, off_t offset)
 	int			done;
 	int			ret = pcs_meta_io(seg, buf, len, offset, false, &done);
 
-	if (ret == -2)
+	if (ret == -2 && pcs_meta_past_end_is_zeros(seg))
 	{
 		memset((char *) buf + done, 0, len - done);
 		ret = 0;
@@ -316,7 +330,7 @@ pcs_meta_compare_exchange(PcsSegment *seg, off_t offset, uint64 *expected,
 	LWLockAcquire(seg->word_lock, LW_EXCLUSIVE);
 	ret = pcs_meta_io(seg, current, sizeof(uint64), offset, false, &done);
 	/* a slot past the end of the file (version 5's directory) is zeros */
-	if (ret == -2 && done == 0 && pcs_header_has_directory(seg->header) &&
+	if (ret == -2 && done == 0 && pcs_meta_past_end_is_zeros(seg) &&
 		offset >= PCS_V5_DATA_OFFSET)
 	{
 		*current = 0;
@@ -459,7 +473,7 @@ pcs_directory_slot_read(PcsSegment *seg, uint32 unit, int page, bool locked)
 		LWLockRelease(seg->word_lock);
 	errno = save_errno;
 	/* past the end of the file: no page (pcs_meta_read_or_zeros()) */
-	if (ret == -2)
+	if (ret == -2 && pcs_meta_past_end_is_zeros(seg))
 	{
 		memset((char *) &word + done, 0, sizeof(word) - done);
 		ret = 0;
