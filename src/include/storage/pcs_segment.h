@@ -169,6 +169,8 @@ extern void pcs_map_page_remember(PcsSegment *seg, int page, uint32 unit);
 extern PcsMapEntry pcs_map_entry(PcsSegment *seg, BlockNumber segblock);
 extern void pcs_map_entries(PcsSegment *seg, BlockNumber from, int n,
 							PcsMapEntry *entries);
+extern int	pcs_map_entries_known(PcsSegment *seg, BlockNumber from, int n,
+								  PcsMapEntry *entries);
 extern void pcs_map_store(PcsSegment *seg, BlockNumber segblock,
 						  const PcsMapEntry *entry);
 extern void pcs_meta_read_dictionaries(PcsSegment *seg);

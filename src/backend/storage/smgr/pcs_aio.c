@@ -411,8 +411,15 @@ pcs_aio_plan(PcsSegment *seg, BlockNumber segblock, int maxblocks,
 	maxblocks = pcs_aio_run_limit(seg, segblock, maxblocks);
 	if (maxblocks <= 0)
 		return 0;
-	/* one read of the entries; the limit read after them bounds their units */
-	pcs_map_entries(seg, segblock, maxblocks, entries);
+	/*
+	 * One read of the entries; the limit read after them bounds their
+	 * units.  pcs_maxcombine() plans past the blocks a scan asked for: a
+	 * block whose entries cannot be located ends the plan there, and is
+	 * reported by its own read.
+	 */
+	maxblocks = pcs_map_entries_known(seg, segblock, maxblocks, entries);
+	if (maxblocks <= 0)
+		return 0;
 	limit = pcs_unit_limit(seg);
 	for (int i = 0; i < maxblocks; i++)
 	{
@@ -518,7 +525,9 @@ pcs_aio_raw_run(PcsSegment *seg, ForkNumber forknum, BlockNumber segblock,
 	maxblocks = pcs_aio_run_limit(seg, segblock, maxblocks);
 	if (maxblocks <= 0)
 		return 0;
-	pcs_map_entries(seg, segblock, maxblocks, entries);
+	maxblocks = pcs_map_entries_known(seg, segblock, maxblocks, entries);
+	if (maxblocks <= 0)
+		return 0;
 	limit = pcs_unit_limit(seg);
 	for (n = 0; n < maxblocks; n++)
 	{

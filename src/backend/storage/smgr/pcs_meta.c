@@ -650,6 +650,49 @@ pcs_map_entries(PcsSegment *seg, BlockNumber from, int n,
 }
 
 /*
+ * The map entries of as many of blocks [from, from + n) of a segment as can
+ * be known, into entries: how many, stopping before the first block whose
+ * version 5 map page cannot be located (a damaged directory slot or
+ * directory word), where pcs_map_entries() raises an ERROR.  For reads
+ * planned ahead of what was asked (pcs_maxcombine() on 18): damage past
+ * the blocks a scan wants must not fail the scan, and the read of a
+ * damaged block itself reports it.
+ */
+int
+pcs_map_entries_known(PcsSegment *seg, BlockNumber from, int n,
+					  PcsMapEntry *entries)
+{
+	BlockNumber in_header = pcs_header_entries(seg->header);
+	int			known = 0;
+
+	Assert(n > 0 && from + n <= RELSEG_SIZE);
+	if (!pcs_header_has_directory(seg->header) || from + n <= in_header)
+	{
+		pcs_map_entries(seg, from, n, entries);
+		return n;
+	}
+	while (known < n)
+	{
+		BlockNumber b = from + known;
+		int			here;
+		uint32		unit;
+
+		if (b < in_header)
+			here = Min(n - known, (int) (in_header - b));
+		else
+		{
+			here = Min(n - known,
+					   (int) ((pcs_map_page_of(b) + 1) * PCS_MAP_PAGE_ENTRIES - b));
+			if (pcs_map_page_lookup(seg, pcs_map_page_of(b), true, &unit) < 0)
+				break;
+		}
+		pcs_map_entries(seg, b, here, entries + known);
+		known += here;
+	}
+	return known;
+}
+
+/*
  * Store the map entry of block segblock of a segment.  Its part of the map
  * has storage, and in version 5 its map page exists (pcs_map_chunk_ready()),
  * unless the entry is empty, which only ever replaces one that is not: an
