@@ -411,11 +411,12 @@ pcs_aio_plan(PcsSegment *seg, BlockNumber segblock, int maxblocks,
 	maxblocks = pcs_aio_run_limit(seg, segblock, maxblocks);
 	if (maxblocks <= 0)
 		return 0;
+
 	/*
-	 * One read of the entries; the limit read after them bounds their
-	 * units.  pcs_maxcombine() plans past the blocks a scan asked for: a
-	 * block whose entries cannot be located ends the plan there, and is
-	 * reported by its own read.
+	 * One read of the entries; the limit read after them bounds their units.
+	 * pcs_maxcombine() plans past the blocks a scan asked for: a block whose
+	 * entries cannot be located ends the plan there, and is reported by its
+	 * own read.
 	 */
 	maxblocks = pcs_map_entries_known(seg, segblock, maxblocks, entries);
 	if (maxblocks <= 0)

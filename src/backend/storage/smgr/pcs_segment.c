@@ -857,7 +857,7 @@ pcs_directory_make(SMgrRelation reln, PcsSegment *seg, bool writeback)
 		return first;
 	}
 	pcs_seg_unnamed_metadata(reln, seg, first, units);
-	(void) pcs_directory_lookup(seg, false, &unit);	/* or the ERROR */
+	(void) pcs_directory_lookup(seg, false, &unit); /* or the ERROR */
 	return unit;
 }
 
