@@ -17,10 +17,12 @@
  * PCS_HEADER_ENTRIES blocks have theirs in the header (version 4 on); the
  * others in a map of fixed place between the header and the data area
  * (versions 2 to 4), or in map pages of the data area that the directory
- * in the file's second 4 kB block locates (version 5).  The directory is
- * read once per file (PcsMapPages).  A map page's units are used, not free
- * space, even where they lie past the end of the file: a crash may leave
- * a page's slot written before the file grew to hold the page.
+ * locates (version 5).  The directory lies in the data area too, where the
+ * header's two directory words say; it is read once per file
+ * (PcsMapPages).  The units of the directory and of the map pages are
+ * used, not free space, even where they lie past the end of the file: a
+ * crash may leave a directory word or slot written before the file grew
+ * to hold what it names.
  *
  * Enabling checksums rewrites the image of every page whose checksum
  * changes, recompressed with the segment's own algorithm and level.  Each
@@ -162,33 +164,89 @@ pcs_read_page(int fd, const char *fn, const PcsHeader *header,
 }
 
 /*
+ * Where the directory of segment segmentno, of version 5, lies, as the
+ * server's pcs_directory_lookup() decides it from the header's two
+ * directory words: a sound copy that names a unit is taken, whichever it
+ * is (the copies are written one after the other and change only from
+ * zeros, so a crash may leave the second one zero); two sound zeros mean
+ * no directory, hence no map page; anything else leaves the directory, and
+ * so every map page, unknown: PCS_DIRECTORY_BAD_LOCATION.
+ */
+static PcsProblem
+pcs_locate_directory(PcsHeader *header, int segmentno, bool *present,
+					 uint32 *unit)
+{
+	bool		damaged = false;
+
+	for (int copy = 0; copy < 2; copy++)
+	{
+		uint64		word = pg_atomic_read_u64(pcs_header_directory(header,
+																   copy));
+
+		if (pcs_directory_location_decode(header, segmentno, copy, word,
+										  present, unit) != PCS_SOUND)
+			damaged = true;
+		else if (*present)
+			return PCS_SOUND;
+	}
+	*present = false;
+	*unit = 0;
+	return damaged ? PCS_DIRECTORY_BAD_LOCATION : PCS_SOUND;
+}
+
+/*
  * Read the directory of segment segmentno, of version 5, into pages: once
- * per file.  Every slot is decoded, not only those of pages that hold
- * entries of blocks below the block count: pages are never freed, so a
- * truncated segment keeps the pages of its former blocks, and their units
- * are in use too.  A slot that fails its check is damage of the segment:
- * its page's entries cannot be found, and neither can the units it takes.
- * It is reported, its page taken for one without entries, and counted in
+ * per file.  A directory that cannot be located is damage of the segment:
+ * none of its map pages can be found, nor the units they take.  It is
+ * reported, every page taken for one without entries, and counted in
  * *bad; when enabling it stops the program before anything of the file is
- * changed, as a damaged header does.  Returns the unit past the last one
- * of any map page (0 if there is none).
+ * changed, as a damaged header does.  Every slot is decoded, not only
+ * those of pages that hold entries of blocks below the block count: pages
+ * are never freed, so a truncated segment keeps the pages of its former
+ * blocks, and their units are in use too.  A slot that fails its check is
+ * damage too, of its page alone, and handled the same way.  Returns the
+ * unit past the last one of the directory and of any map page (0 if there
+ * is no directory).
  */
 static uint32
-pcs_read_directory(int fd, const char *fn, const PcsHeader *header,
+pcs_read_directory(int fd, const char *fn, PcsHeader *header,
 				   int segmentno, bool enable, PcsMapPages *pages,
 				   int64 *bad)
 {
-	PcsDirectory *directory = pg_malloc0(sizeof(PcsDirectory));
+	PcsDirectory *directory;
 	int			page_units = pcs_map_page_units(header->unit_shift);
-	uint32		map_end = 0;
+	uint32		map_end;
+	uint32		directory_unit;
+	bool		present;
+	PcsProblem	problem;
 
-	/* a new segment's directory is a hole or past the end: zeros, no pages */
-	(void) pcs_read_at(fd, fn, directory, sizeof(PcsDirectory),
-					   PCS_DIRECTORY_OFFSET);
 	memset(pages, 0, sizeof(PcsMapPages));
+	problem = pcs_locate_directory(header, segmentno, &present,
+								   &directory_unit);
+	if (problem != PCS_SOUND)
+	{
+		if (enable)
+			pg_fatal("cannot enable checksums in file \"%s\": invalid map directory location: %s",
+					 fn, _(pcs_problem_message(problem)));
+		pg_log_error("invalid map directory location in file \"%s\", map pages of blocks %u to %u: %s",
+					 fn, pcs_header_entries(header), RELSEG_SIZE - 1,
+					 _(pcs_problem_message(problem)));
+		(*bad)++;
+		return 0;
+	}
+	if (!present)
+		return 0;
+	map_end = directory_unit + pcs_directory_units(header->unit_shift);
+
+	/*
+	 * A crash may leave the directory word on disk and the directory's zeros
+	 * not: past the end of the file it reads as zeros, no pages.
+	 */
+	directory = pg_malloc0(sizeof(PcsDirectory));
+	(void) pcs_read_at(fd, fn, directory, sizeof(PcsDirectory),
+					   pcs_unit_offset(header, directory_unit));
 	for (int k = 0; k < PCS_MAP_PAGES; k++)
 	{
-		PcsProblem	problem;
 		BlockNumber first = (BlockNumber) k * PCS_MAP_PAGE_ENTRIES;
 		BlockNumber last = Min(first + PCS_MAP_PAGE_ENTRIES,
 							   RELSEG_SIZE) - 1;
@@ -375,9 +433,10 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 							 PG_UINT32_MAX);
 
 	/*
-	 * Version 5: where the map pages lie.  New images go past them too, even
-	 * past the end of the file, where a crash may leave a page whose slot is
-	 * written: its units are the map's, never free space.
+	 * Version 5: where the directory and the map pages lie.  New images go
+	 * past them too, even past the end of the file, where a crash may leave a
+	 * directory or a page that is named already: its units are the map's,
+	 * never free space.
 	 */
 	if (pcs_header_has_directory(header))
 	{
