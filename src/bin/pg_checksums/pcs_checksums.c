@@ -20,9 +20,10 @@
  * locates (version 5).  The directory lies in the data area too, where the
  * header's two directory words say; it is read once per file
  * (PcsMapPages).  The units of the directory and of the map pages are
- * used, not free space, even where they lie past the end of the file: a
- * crash may leave a directory word or slot written before the file grew
- * to hold what it names.
+ * used, not free space.  Both lie within the file of a cluster shut down
+ * cleanly: a crash may leave a directory word or slot written before the
+ * file grew to hold what it names, but redo gives it storage again, so one
+ * past the end of the file is damage, as for the server.
  *
  * Enabling checksums rewrites the image of every page whose checksum
  * changes, recompressed with the segment's own algorithm and level.  Each
@@ -204,14 +205,20 @@ pcs_locate_directory(PcsHeader *header, int segmentno, bool *present,
  * those of pages that hold entries of blocks below the block count: pages
  * are never freed, so a truncated segment keeps the pages of its former
  * blocks, and their units are in use too.  A slot that fails its check is
- * damage too, of its page alone, and handled the same way.  Returns the
- * unit past the last one of the directory and of any map page (0 if there
- * is no directory).
+ * damage too, of its page alone, and handled the same way.
+ *
+ * So is a directory or map page that does not lie wholly below unit_limit,
+ * within the file: pg_checksums runs only on a cluster shut down cleanly,
+ * and once a server has recovered from a crash that left one past the end
+ * of the file, redo has given it storage; one past the end is a file cut
+ * short, which the server reports as an ERROR when it reads the page.
+ * Returns the unit past the last one of the directory and of any map page
+ * (0 if there is no directory).
  */
 static uint32
 pcs_read_directory(int fd, const char *fn, PcsHeader *header,
-				   int segmentno, bool enable, PcsMapPages *pages,
-				   int64 *bad)
+				   int segmentno, bool enable, uint32 unit_limit,
+				   PcsMapPages *pages, int64 *bad)
 {
 	PcsDirectory *directory;
 	int			page_units = pcs_map_page_units(header->unit_shift);
@@ -237,11 +244,18 @@ pcs_read_directory(int fd, const char *fn, PcsHeader *header,
 	if (!present)
 		return 0;
 	map_end = directory_unit + pcs_directory_units(header->unit_shift);
+	if (map_end > unit_limit)
+	{
+		if (enable)
+			pg_fatal("cannot enable checksums in file \"%s\": the map directory at unit %u lies past the end of the file",
+					 fn, directory_unit);
+		pg_log_error("map directory past the end of file \"%s\", map pages of blocks %u to %u: it begins at unit %u",
+					 fn, pcs_header_entries(header), RELSEG_SIZE - 1,
+					 directory_unit);
+		(*bad)++;
+		return map_end;
+	}
 
-	/*
-	 * A crash may leave the directory word on disk and the directory's zeros
-	 * not: past the end of the file it reads as zeros, no pages.
-	 */
 	directory = pg_malloc0(sizeof(PcsDirectory));
 	(void) pcs_read_at(fd, fn, directory, sizeof(PcsDirectory),
 					   pcs_unit_offset(header, directory_unit));
@@ -264,8 +278,19 @@ pcs_read_directory(int fd, const char *fn, PcsHeader *header,
 			(*bad)++;
 			continue;
 		}
-		if (pages->present[k])
-			map_end = Max(map_end, pages->unit[k] + page_units);
+		if (!pages->present[k])
+			continue;
+		map_end = Max(map_end, pages->unit[k] + page_units);
+		if ((uint64) pages->unit[k] + page_units > unit_limit)
+		{
+			if (enable)
+				pg_fatal("cannot enable checksums in file \"%s\": the map page of blocks %u to %u lies past the end of the file",
+						 fn, first, last);
+			pg_log_error("map page past the end of file \"%s\", blocks %u to %u: it begins at unit %u",
+						 fn, first, last, pages->unit[k]);
+			pages->present[k] = false;
+			(*bad)++;
+		}
 	}
 	pg_free(directory);
 	return map_end;
@@ -274,8 +299,9 @@ pcs_read_directory(int fd, const char *fn, PcsHeader *header,
 /*
  * Read the entries of blocks [first, first + count) of a segment from the
  * file at offset into map[first...]; entries past the end of the file are
- * empty (map[] is zeroed).  Only a version 5 map page may end there: its
- * slot can reach disk before the page (see above).
+ * empty (map[] is zeroed).  Only a version 5 map page may end there, and
+ * none that is read does: pcs_read_directory() reports those that do as
+ * damage and takes them for absent.
  */
 static void
 pcs_read_entries(int fd, const char *fn, const PcsHeader *header,
@@ -434,15 +460,15 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 
 	/*
 	 * Version 5: where the directory and the map pages lie.  New images go
-	 * past them too, even past the end of the file, where a crash may leave a
-	 * directory or a page that is named already: its units are the map's,
-	 * never free space.
+	 * past them too: their units are the map's, never free space, even those
+	 * of a page that is damage for lying past the end of the file (enabling
+	 * stops there anyway).
 	 */
 	if (pcs_header_has_directory(header))
 	{
 		pages = pg_malloc(sizeof(PcsMapPages));
 		map_end = pcs_read_directory(fd, fn, header, segmentno, enable,
-									 pages, &counts.bad_blocks);
+									 unit_limit, pages, &counts.bad_blocks);
 		next_unit = Max(next_unit, map_end);
 	}
 
