@@ -5,8 +5,9 @@
  *
  * A compressed segment (src/backend/storage/smgr/README.pcs) has the name
  * of a relation segment but is not a sequence of 8 kB blocks: it starts
- * with a header, then a map (versions 2 to 4) or the map's directory
- * (version 5), then page images in units of 128 bytes (512 in version 2).
+ * with a header, then a map (versions 2 to 4), then page images in units
+ * of 128 bytes (512 in version 2); in version 5 the images follow the
+ * header at once, and the map's pages and their directory lie among them.
  * Programs that read or write relation files block by block (pg_checksums,
  * pg_rewind) ask here first, and treat such files differently.  As in the
  * server, a file is compressed exactly when it begins with the pcs magic;
@@ -14,8 +15,8 @@
  * since compressed files stay compressed wherever they are copied.
  *
  * The server leaves the part of a segment between its header and its data
- * area sparse: the 2 MB map of versions 2 to 4, the 4 kB directory of
- * version 5.  Copies that write every byte of a segment fill it, 2 MB per
+ * area sparse: the 2 MB map of versions 2 to 4 (version 5 has no such
+ * part).  Copies that write every byte of a segment fill it, 2 MB per
  * segment of version 4; pcs_sparse_write() lets a program that writes files
  * from a stream (pg_basebackup, pg_upgrade --copy, pg_combinebackup) leave
  * its pages of zeros out, and pcs_copy_file_range() does the same for
@@ -119,8 +120,9 @@ pcs_write_at(void *arg, const char *data, int len, off_t offset)
  * the first bytes tell: they are kept in state, as they may come in more
  * than one piece, and where the part that may stay sparse ends is judged
  * from them (pcs_copy_sparse_end()).  Until the version has come whole,
- * that is version 5's end, the smaller one; but those pieces all lie in
- * the header, which is never left out, so the guess never matters.
+ * that is the header's end, as for version 5: nothing may stay sparse; but
+ * those pieces all lie in the header, which is never left out, so the
+ * guess never matters.
  */
 bool
 pcs_sparse_write(PcsSparseFile *state, int fd, const char *path,
@@ -189,7 +191,7 @@ pcs_copy_range(int src_fd, int dest_fd, const char *src, const char *dest,
  * Copy the open file src into the empty file dest with copy_file_range() if
  * it is a compressed segment: its header whole, of the part below its data
  * area that the server leaves sparse (pcs_copy_sparse_end(): the map of
- * versions 2 to 4, the directory of version 5) only the ranges that hold
+ * versions 2 to 4; nothing in version 5) only the ranges that hold
  * data (pcs_next_data_range()), and from there on the rest of the file
  * whole, its data area being allocated ahead on purpose.  Leaves src_fd's
  * offset at its end, so that a caller's loop copying from the current

@@ -307,6 +307,19 @@ substr($h, 64, 1) ^= chr(1);
 put("boundary-header-v3-nblocks-one-copy", chr(0) . $h);
 substr($h, 72, 8) = "\0" x 8;
 put("boundary-header-v3-nblocks-no-copy", chr(0) . $h);
+# format 5: a header, a directory slot and a map page number, then the
+# header's two directory words (pcs_fuzz.c); with operation byte 0x80 the
+# harness seals each word that is not zero for the unit its complement
+# names: a directory at unit 32 in both copies, one that would end a unit
+# past the last, and (as they are) a damaged first copy beside a zeroed one
+my $v5 = header(1, 1, 0, 200, 5);
+my $slot5 = pack("V V v", ~64 & 0xFFFFFFFF, 0, 1);
+put("boundary-header-v5-directory", chr(0x80) . $v5 . $slot5
+	  . pack("V V V V", ~32 & 0xFFFFFFFF, 0, ~32 & 0xFFFFFFFF, 0));
+put("boundary-header-v5-directory-past-end", chr(0x80) . $v5 . $slot5
+	  . pack("V V V V", 31, 0, 31, 0));
+put("boundary-header-v5-directory-damaged", chr(0) . $v5 . $slot5
+	  . pack("V V V V", 5, 6, 0, 0));
 # a segment of one block whose entry claims more than a block of image
 put("boundary-segment-stored-over-block", chr(0x83) . header(1, 1, 0, 1, 2)
 	  . entry(0, 8193, 17, 1) . ("\x55" x (512 * 20)));

@@ -13,7 +13,9 @@
  *	 0 header	   a segment header (512 bytes, below): pcs_header_check(),
  *				   pcs_header_other_version(), pcs_nblocks_decode(); then,
  *				   if the input goes on, a format 5 directory slot (8
- *				   bytes) and a map page number (2): pcs_directory_decode()
+ *				   bytes) and a map page number (2): pcs_directory_decode();
+ *				   then, if it goes on, the header's two directory words
+ *				   (8 each): pcs_directory_location_decode()
  *	 1 entry	   segblock (4 bytes), unit limit (4), a map entry (16):
  *				   pcs_entry_check(), with format 3's units, or with
  *				   format 2's if bit 0x40 of the first byte is set
@@ -281,6 +283,47 @@ fuzz_header(const uint8_t *data, size_t size, bool fixup)
 		}
 		else if (slot == 0)
 			fuzz_fail("refused a slot of zeros");
+	}
+
+	/*
+	 * The header's two directory words, of a header of version 5 that passed
+	 * its check, as the storage manager reads them only then: a word the
+	 * check accepts locates a whole directory below the last unit and is the
+	 * word the format layer writes for its copy.  They are put where a
+	 * segment keeps them, so that they are read through the header's
+	 * accessor.  With the fixup bit each is sealed for its copy.
+	 */
+	if (size >= FUZZ_HEADER_BYTES + 8 + 2 + 16 &&
+		pcs_header_check(h) == PCS_SOUND && pcs_header_has_directory(h))
+	{
+		for (int copy = 0; copy < 2; copy++)
+		{
+			uint64		word;
+			bool		present;
+			uint32		unit;
+
+			memcpy(&word, data + FUZZ_HEADER_BYTES + 10 + 8 * copy,
+				   sizeof(word));
+			if (fixup && word != 0)
+				word = pcs_directory_location_word(h, 0, copy,
+												   ~(uint32) word);
+			pg_atomic_write_u64(pcs_header_directory(h, copy), word);
+			word = pg_atomic_read_u64(pcs_header_directory(h, copy));
+			if (pcs_directory_location_decode(h, 0, copy, word, &present,
+											  &unit) == PCS_SOUND)
+			{
+				if (!present && word != 0)
+					fuzz_fail("took a directory word that is not zeros for no directory");
+				if (present &&
+					((uint64) unit + pcs_directory_units(h->unit_shift) > PG_UINT32_MAX ||
+					 pcs_directory_location_word(h, 0, copy, unit) != word))
+					fuzz_fail("accepted a directory word the storage manager cannot use");
+			}
+			else if (word == 0)
+				fuzz_fail("refused a directory word of zeros");
+			else if (present)
+				fuzz_fail("located a directory with a word it refused");
+		}
 	}
 	free(h);
 }

@@ -91,7 +91,7 @@ test_problem_messages(void)
 {
 	bool		ok = true;
 
-	for (int p = PCS_SOUND + 1; p <= PCS_DIRECTORY_BAD_UNIT; p++)
+	for (int p = PCS_SOUND + 1; p <= PCS_DIRECTORY_BAD_LOCATION; p++)
 	{
 		const char *m = pcs_problem_message((PcsProblem) p);
 
@@ -415,21 +415,23 @@ test_layout(void)
 	PcsHeader	h5;
 	PcsHeader	h;
 
-	check(PCS_DIRECTORY_OFFSET == PCS_HEADER_SIZE &&
-		  PCS_DIRECTORY_SIZE % 4096 == 0 &&
+	check(PCS_V5_DATA_OFFSET == PCS_HEADER_SIZE && PCS_V5_DATA_OFFSET == 4096,
+		  "version 5's data area follows the header at once, at 4 kB");
+	check(PCS_DIRECTORY_SIZE % 4096 == 0 &&
 		  PCS_DIRECTORY_SIZE >= PCS_MAP_PAGES * sizeof(uint64) &&
 		  sizeof(PcsDirectory) == PCS_DIRECTORY_SIZE &&
-		  PCS_V5_DATA_OFFSET == PCS_DIRECTORY_OFFSET + PCS_DIRECTORY_SIZE,
-		  "version 5's directory follows the header, in whole 4 kB pages, then the data area");
+		  pcs_directory_units(PCS_UNIT_SHIFT) * PCS_UNIT_SIZE ==
+		  PCS_DIRECTORY_SIZE,
+		  "version 5's directory takes whole 4 kB pages of units of the data area");
 	check(PCS_MAP_PAGE_ENTRIES == 256 &&
 		  (int64) PCS_MAP_PAGES * PCS_MAP_PAGE_ENTRIES >= RELSEG_SIZE &&
 		  (int64) (PCS_MAP_PAGES - 1) * PCS_MAP_PAGE_ENTRIES < RELSEG_SIZE,
 		  "a map page holds 256 entries, and there are just enough for a segment");
 	if (RELSEG_SIZE == 131072 && BLCKSZ == 8192)
 		check(PCS_MAP_PAGES == 512 && PCS_DIRECTORY_SIZE == 4096 &&
-			  PCS_V5_DATA_OFFSET == 8192 &&
+			  pcs_directory_units(PCS_UNIT_SHIFT) == 32 &&
 			  PCS_V4_DATA_OFFSET == 4096 + 2 * 1024 * 1024,
-			  "segments of 1 GB: a 4 kB directory, version 5's data at 8 kB, version 4's at 4 kB + 2 MB");
+			  "segments of 1 GB: a directory of 512 slots in 32 units, version 4's data at 4 kB + 2 MB");
 	check(pcs_map_page_of(0) == 0 && pcs_map_page_of(95) == 0 &&
 		  pcs_map_page_of(255) == 0 && pcs_map_page_of(256) == 1 &&
 		  pcs_map_page_of(RELSEG_SIZE - 1) == PCS_MAP_PAGES - 1,
@@ -440,6 +442,11 @@ test_layout(void)
 
 	pcs_header_init(&h5, PCS_ALGO_ZSTD, 1, 0);
 	h = h5;
+	check((char *) pcs_header_directory(&h5, 0) - (char *) &h5 == 1032 &&
+		  (char *) pcs_header_directory(&h5, 1) - (char *) &h5 == 1544 &&
+		  pg_atomic_read_u64(pcs_header_directory(&h5, 0)) == 0 &&
+		  pg_atomic_read_u64(pcs_header_directory(&h5, 1)) == 0,
+		  "version 5: the directory words are the second words of the block count's sectors, zeros in a new header");
 	check(pcs_data_offset(&h5) == PCS_V5_DATA_OFFSET &&
 		  pcs_unit_offset(&h5, 0) == PCS_V5_DATA_OFFSET &&
 		  pcs_unit_offset(&h5, 3) == PCS_V5_DATA_OFFSET + 3 * 128 &&
@@ -543,6 +550,101 @@ test_directory_word(void)
 		  "a page ending at the last unit is taken");
 }
 
+/*
+ * Format 5's directory words, the header's two copies of where the
+ * directory lies: round trip for each copy, absence, every kind of damage
+ */
+static void
+test_directory_location_word(void)
+{
+	PcsHeader	h;
+	PcsHeader	other;
+	const uint32 units[] = {0, 1, 32, 123456, PG_UINT32_MAX - 32};
+	bool		round_trip = true;
+	bool		moved_caught = true;
+	bool		flips_caught = true;
+	bool		slots_caught = true;
+	bool		present = true;
+	uint32		unit = 1;
+	uint64		word;
+
+	pcs_header_init(&h, PCS_ALGO_ZSTD, 1, 7);
+	pcs_header_init(&other, PCS_ALGO_LZ4, 0, 7);
+
+	for (int copy = 0; copy < 2; copy++)
+	{
+		for (int j = 0; j < lengthof(units); j++)
+		{
+			word = pcs_directory_location_word(&h, 7, copy, units[j]);
+			if (word == 0 ||
+				pcs_directory_location_decode(&h, 7, copy, word, &present,
+											  &unit) != PCS_SOUND ||
+				!present || unit != units[j])
+				round_trip = false;
+
+			/* the other copy's word, another segment's, another file's */
+			if (pcs_directory_location_decode(&h, 7, 1 - copy, word,
+											  &present, &unit) !=
+				PCS_DIRECTORY_BAD_LOCATION || present ||
+				pcs_directory_location_decode(&h, 8, copy, word,
+											  &present, &unit) !=
+				PCS_DIRECTORY_BAD_LOCATION ||
+				pcs_directory_location_decode(&other, 7, copy, word,
+											  &present, &unit) !=
+				PCS_DIRECTORY_BAD_LOCATION)
+				moved_caught = false;
+
+			for (int bit = 0; bit < 64; bit++)
+			{
+				uint64		flipped = word ^ (UINT64CONST(1) << bit);
+
+				if (pcs_directory_location_decode(&h, 7, copy, flipped,
+												  &present,
+												  &unit) != PCS_DIRECTORY_BAD_LOCATION)
+					flips_caught = false;
+			}
+
+			/* a directory slot naming the same unit is not a location */
+			for (int page = 0; page < PCS_MAP_PAGES; page += 97)
+			{
+				if (pcs_directory_location_decode(&h, 7, copy,
+												  pcs_directory_word(&h, 7, page, units[j]),
+												  &present, &unit) == PCS_SOUND)
+					slots_caught = false;
+			}
+		}
+	}
+	check(round_trip, "a directory word of either copy is never zero and gives its unit back, unit 0 too");
+	check(moved_caught, "a directory word of the other copy, another segment or file fails its check");
+	check(flips_caught, "any one flipped bit of a directory word fails its check");
+	check(slots_caught, "a directory slot is never taken for a directory word");
+
+	check(pcs_directory_location_decode(&h, 7, 0, 0, &present,
+										&unit) == PCS_SOUND &&
+		  !present && unit == 0 &&
+		  pcs_directory_location_decode(&h, 7, 1, 0, &present,
+										&unit) == PCS_SOUND &&
+		  !present && unit == 0,
+		  "a directory word of zeros is sound: the segment has no directory");
+	check((uint32) pcs_directory_location_word(&h, 7, 1, 0) == PG_UINT32_MAX,
+		  "a directory word holds the complement of the directory's unit in its low half");
+
+	word = pcs_directory_location_word(&h, 7, 0,
+									   PG_UINT32_MAX -
+									   pcs_directory_units(PCS_UNIT_SHIFT) + 1);
+	check(pcs_directory_location_decode(&h, 7, 0, word, &present,
+										&unit) == PCS_DIRECTORY_BAD_LOCATION &&
+		  !present,
+		  "a directory word whose directory would end past the last unit is refused");
+	word = pcs_directory_location_word(&h, 7, 1,
+									   PG_UINT32_MAX -
+									   pcs_directory_units(PCS_UNIT_SHIFT));
+	check(pcs_directory_location_decode(&h, 7, 1, word, &present,
+										&unit) == PCS_SOUND && present &&
+		  unit == PG_UINT32_MAX - pcs_directory_units(PCS_UNIT_SHIFT),
+		  "a directory ending at the last unit is taken");
+}
+
 /* A run of bytes pcs_copy_sparse() asked to write */
 typedef struct CopyRuns
 {
@@ -568,7 +670,8 @@ copy_run(void *arg, const char *data, int len, off_t offset)
 
 /*
  * What a copy of a segment may leave as holes: only zeros between the header
- * and the data area of the segment's version (pcs_copy_sparse_end())
+ * and the data area of the segment's version (pcs_copy_sparse_end()), which
+ * in version 5 follows the header: nothing there
  */
 static void
 test_copy_sparse(void)
@@ -587,77 +690,77 @@ test_copy_sparse(void)
 	end5 = pcs_copy_sparse_end(hbuf.data, PCS_HEADER_SIZE);
 	h->version = PCS_FORMAT_VERSION_4;
 	end4 = pcs_copy_sparse_end(hbuf.data, PCS_HEADER_SIZE);
-	check(end5 == PCS_V5_DATA_OFFSET && end4 == PCS_V4_DATA_OFFSET,
-		  "copies leave sparse up to version 5's or version 4's data area");
+	check(end5 == PCS_HEADER_SIZE && end5 == PCS_V5_DATA_OFFSET &&
+		  end4 == PCS_V4_DATA_OFFSET,
+		  "copies leave nothing of version 5 sparse, version 4's map up to its data area");
 	h->version = PCS_FORMAT_VERSION_3;
 	end4 = pcs_copy_sparse_end(hbuf.data, 12);
 	h->version = PCS_FORMAT_VERSION_2;
 	check(end4 == PCS_V4_DATA_OFFSET &&
 		  pcs_copy_sparse_end(hbuf.data, 12) == PCS_V4_DATA_OFFSET,
 		  "and to version 4's for versions 2 and 3, judged by 12 first bytes");
-	check(pcs_copy_sparse_end(hbuf.data, 11) == PCS_V5_DATA_OFFSET &&
-		  pcs_copy_sparse_end(hbuf.data, 8) == PCS_V5_DATA_OFFSET &&
-		  pcs_copy_sparse_end(hbuf.data, 0) == PCS_V5_DATA_OFFSET,
-		  "first bytes too few to hold the version give version 5's end, the smaller");
+	check(pcs_copy_sparse_end(hbuf.data, 11) == PCS_HEADER_SIZE &&
+		  pcs_copy_sparse_end(hbuf.data, 8) == PCS_HEADER_SIZE &&
+		  pcs_copy_sparse_end(hbuf.data, 0) == PCS_HEADER_SIZE,
+		  "first bytes too few to hold the version leave nothing sparse");
 	h->version = PCS_FORMAT_VERSION + 1;
 	end5 = pcs_copy_sparse_end(hbuf.data, PCS_HEADER_SIZE);
 	h->version = 1;
-	check(end5 == PCS_V5_DATA_OFFSET &&
-		  pcs_copy_sparse_end(hbuf.data, PCS_HEADER_SIZE) == PCS_V5_DATA_OFFSET,
-		  "so does a version this build does not know");
+	check(end5 == PCS_HEADER_SIZE &&
+		  pcs_copy_sparse_end(hbuf.data, PCS_HEADER_SIZE) == PCS_HEADER_SIZE,
+		  "nor does a version this build does not know");
 
 	check(!pcs_copy_can_skip(zeros, 0, PCS_HEADER_SIZE, PCS_V5_DATA_OFFSET) &&
 		  !pcs_copy_can_skip(zeros, 0, PCS_HEADER_SIZE, PCS_V4_DATA_OFFSET),
 		  "the header is never skipped, even as zeros");
-	check(pcs_copy_can_skip(zeros, PCS_DIRECTORY_OFFSET, PCS_HEADER_SIZE,
-							PCS_V5_DATA_OFFSET) &&
-		  pcs_copy_can_skip(zeros, PCS_V4_DATA_OFFSET - PCS_HEADER_SIZE,
+	check(pcs_copy_can_skip(zeros, PCS_V4_DATA_OFFSET - PCS_HEADER_SIZE,
 							PCS_HEADER_SIZE, PCS_V4_DATA_OFFSET) &&
-		  pcs_copy_can_skip(zeros, PCS_V5_DATA_OFFSET, PCS_HEADER_SIZE,
+		  pcs_copy_can_skip(zeros, PCS_HEADER_SIZE, PCS_HEADER_SIZE,
 							PCS_V4_DATA_OFFSET),
-		  "zeros of version 5's directory, of version 4's map are skipped");
+		  "zeros of version 4's map are skipped");
 	zeros[100] = 1;
-	check(!pcs_copy_can_skip(zeros, PCS_DIRECTORY_OFFSET, PCS_HEADER_SIZE,
-							 PCS_V5_DATA_OFFSET),
-		  "a page of the directory that is not all zeros is kept");
+	check(!pcs_copy_can_skip(zeros, PCS_HEADER_SIZE, PCS_HEADER_SIZE,
+							 PCS_V4_DATA_OFFSET),
+		  "a page of version 4's map that is not all zeros is kept");
 	zeros[100] = 0;
 	never = true;
-	for (off_t off = PCS_V5_DATA_OFFSET;
+	for (off_t off = PCS_HEADER_SIZE;
 		 off < PCS_V4_DATA_OFFSET + 4 * PCS_HEADER_SIZE;
 		 off += PCS_HEADER_SIZE / 2)
 	{
 		if (pcs_copy_can_skip(zeros, off, PCS_HEADER_SIZE / 2, end5) ||
-			pcs_copy_can_skip(zeros, off, 1, end5))
+			pcs_copy_can_skip(zeros, off, 1, end5) ||
+			pcs_copy_can_skip(zeros, off, PCS_HEADER_SIZE, end5))
 			never = false;
 	}
-	check(never && !pcs_copy_can_skip(zeros, PCS_DIRECTORY_OFFSET + 1,
-									  PCS_DIRECTORY_SIZE, end5),
-		  "no byte of version 5's data area is skipped, not even where version 4's map lay");
+	check(never,
+		  "no byte of a version 5 file is skipped, its directory's and map pages' zeros included, not even where version 4's map lay");
 	check(!pcs_copy_can_skip(zeros, PCS_V4_DATA_OFFSET, PCS_HEADER_SIZE,
 							 PCS_V4_DATA_OFFSET),
 		  "nor of version 4's data area");
 
 	/*
-	 * A version 5 file of header, directory and a zeroed map page: only the
-	 * directory is left out
+	 * A version 5 file of header, a zeroed directory and a zeroed map page
+	 * (where the server makes them, after the header): copied whole
 	 */
 	len = PCS_HEADER_SIZE + PCS_DIRECTORY_SIZE + PCS_MAP_PAGE_SIZE;
 	file = calloc(1, len);
 	pcs_header_init(h, PCS_ALGO_ZSTD, 1, 0);
+	pg_atomic_write_u64(pcs_header_directory(h, 0),
+						pcs_directory_location_word(h, 0, 0, 0));
+	pg_atomic_write_u64(pcs_header_directory(h, 1),
+						pcs_directory_location_word(h, 0, 1, 0));
 	memcpy(file, hbuf.data, PCS_HEADER_SIZE);
 	memset(&runs, 0, sizeof(runs));
 	runs.copy = calloc(1, len);
 	pcs_copy_sparse(file, len, 0, pcs_copy_sparse_end(file, len), copy_run,
 					&runs);
-	check(runs.nruns == 2 && runs.start[0] == 0 &&
-		  runs.len[0] == PCS_HEADER_SIZE &&
-		  runs.start[1] == PCS_V5_DATA_OFFSET &&
-		  runs.len[1] == PCS_MAP_PAGE_SIZE &&
+	check(runs.nruns == 1 && runs.start[0] == 0 && runs.len[0] == len &&
 		  memcmp(runs.copy, file, len) == 0,
-		  "a version 5 copy writes the header and the data area, not the zeroed directory");
+		  "a version 5 copy writes every byte, the zeroed directory and map page too");
 	free(runs.copy);
 
-	/* the same bytes as version 4: its map's zeros are left out too */
+	/* the same bytes as version 4: its map's zeros are left out */
 	((PcsHeader *) file)->version = PCS_FORMAT_VERSION_4;
 	memset(&runs, 0, sizeof(runs));
 	runs.copy = calloc(1, len);
@@ -2009,6 +2112,7 @@ main(void)
 	test_entry_place();
 	test_layout();
 	test_directory_word();
+	test_directory_location_word();
 	test_copy_sparse();
 	test_nblocks_word();
 	test_nblocks_copies();

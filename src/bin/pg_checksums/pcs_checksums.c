@@ -17,10 +17,13 @@
  * PCS_HEADER_ENTRIES blocks have theirs in the header (version 4 on); the
  * others in a map of fixed place between the header and the data area
  * (versions 2 to 4), or in map pages of the data area that the directory
- * in the file's second 4 kB block locates (version 5).  The directory is
- * read once per file (PcsMapPages).  A map page's units are used, not free
- * space, even where they lie past the end of the file: a crash may leave
- * a page's slot written before the file grew to hold the page.
+ * locates (version 5).  The directory lies in the data area too, where the
+ * header's two directory words say; it is read once per file
+ * (PcsMapPages).  The units of the directory and of the map pages are
+ * used, not free space.  Both lie within the file of a cluster shut down
+ * cleanly: a crash may leave a directory word or slot written before the
+ * file grew to hold what it names, but redo gives it storage again, so one
+ * past the end of the file is damage, as for the server.
  *
  * Enabling checksums rewrites the image of every page whose checksum
  * changes, recompressed with the segment's own algorithm and level.  Each
@@ -162,33 +165,102 @@ pcs_read_page(int fd, const char *fn, const PcsHeader *header,
 }
 
 /*
+ * Where the directory of segment segmentno, of version 5, lies, as the
+ * server's pcs_directory_lookup() decides it from the header's two
+ * directory words: a sound copy that names a unit is taken, whichever it
+ * is (the copies are written one after the other and change only from
+ * zeros, so a crash may leave the second one zero); two sound zeros mean
+ * no directory, hence no map page; anything else leaves the directory, and
+ * so every map page, unknown: PCS_DIRECTORY_BAD_LOCATION.
+ */
+static PcsProblem
+pcs_locate_directory(PcsHeader *header, int segmentno, bool *present,
+					 uint32 *unit)
+{
+	bool		damaged = false;
+
+	for (int copy = 0; copy < 2; copy++)
+	{
+		uint64		word = pg_atomic_read_u64(pcs_header_directory(header,
+																   copy));
+
+		if (pcs_directory_location_decode(header, segmentno, copy, word,
+										  present, unit) != PCS_SOUND)
+			damaged = true;
+		else if (*present)
+			return PCS_SOUND;
+	}
+	*present = false;
+	*unit = 0;
+	return damaged ? PCS_DIRECTORY_BAD_LOCATION : PCS_SOUND;
+}
+
+/*
  * Read the directory of segment segmentno, of version 5, into pages: once
- * per file.  Every slot is decoded, not only those of pages that hold
- * entries of blocks below the block count: pages are never freed, so a
- * truncated segment keeps the pages of its former blocks, and their units
- * are in use too.  A slot that fails its check is damage of the segment:
- * its page's entries cannot be found, and neither can the units it takes.
- * It is reported, its page taken for one without entries, and counted in
+ * per file.  A directory that cannot be located is damage of the segment:
+ * none of its map pages can be found, nor the units they take.  It is
+ * reported, every page taken for one without entries, and counted in
  * *bad; when enabling it stops the program before anything of the file is
- * changed, as a damaged header does.  Returns the unit past the last one
- * of any map page (0 if there is none).
+ * changed, as a damaged header does.  Every slot is decoded, not only
+ * those of pages that hold entries of blocks below the block count: pages
+ * are never freed, so a truncated segment keeps the pages of its former
+ * blocks, and their units are in use too.  A slot that fails its check is
+ * damage too, of its page alone, and handled the same way.
+ *
+ * So is a directory or map page that does not lie wholly below unit_limit,
+ * within the file: pg_checksums runs only on a cluster shut down cleanly,
+ * and once a server has recovered from a crash that left one past the end
+ * of the file, redo has given it storage; one past the end is a file cut
+ * short, which the server reports as an ERROR when it reads the page.
+ * Returns the unit past the last one of the directory and of any map page
+ * (0 if there is no directory).
  */
 static uint32
-pcs_read_directory(int fd, const char *fn, const PcsHeader *header,
-				   int segmentno, bool enable, PcsMapPages *pages,
-				   int64 *bad)
+pcs_read_directory(int fd, const char *fn, PcsHeader *header,
+				   int segmentno, bool enable, uint32 unit_limit,
+				   PcsMapPages *pages, int64 *bad)
 {
-	PcsDirectory *directory = pg_malloc0(sizeof(PcsDirectory));
+	PcsDirectory *directory;
 	int			page_units = pcs_map_page_units(header->unit_shift);
-	uint32		map_end = 0;
+	uint32		map_end;
+	uint32		directory_unit;
+	bool		present;
+	PcsProblem	problem;
 
-	/* a new segment's directory is a hole or past the end: zeros, no pages */
-	(void) pcs_read_at(fd, fn, directory, sizeof(PcsDirectory),
-					   PCS_HEADER_SIZE + ((off_t) ~(uint32) header->nblocks[0].second.value << PCS_UNIT_SHIFT));	/* XXX stop-gap until the helper's fix */
 	memset(pages, 0, sizeof(PcsMapPages));
+	problem = pcs_locate_directory(header, segmentno, &present,
+								   &directory_unit);
+	if (problem != PCS_SOUND)
+	{
+		if (enable)
+			pg_fatal("cannot enable checksums in file \"%s\": invalid map directory location: %s",
+					 fn, _(pcs_problem_message(problem)));
+		pg_log_error("invalid map directory location in file \"%s\", map pages of blocks %u to %u: %s",
+					 fn, pcs_header_entries(header), RELSEG_SIZE - 1,
+					 _(pcs_problem_message(problem)));
+		(*bad)++;
+		return 0;
+	}
+	if (!present)
+		return 0;
+	map_end = directory_unit + pcs_directory_units(header->unit_shift);
+	if (map_end > unit_limit)
+	{
+		if (enable)
+			pg_fatal("cannot enable checksums in file \"%s\": the map directory at unit %u lies past the end of the file",
+					 fn, directory_unit);
+		pg_log_error("map directory past the end of file \"%s\", map pages of blocks %u to %u: it begins at unit %u",
+					 fn, pcs_header_entries(header), RELSEG_SIZE - 1,
+					 directory_unit);
+		(*bad)++;
+		return map_end;
+	}
+
+	directory = pg_malloc0(sizeof(PcsDirectory));
+	(void) pcs_read_at(fd, fn, directory, sizeof(PcsDirectory),
+					   pcs_unit_offset(header, directory_unit));
 	for (int k = 0; k < PCS_MAP_PAGES; k++)
 	{
-		PcsProblem	problem;
 		BlockNumber first = (BlockNumber) k * PCS_MAP_PAGE_ENTRIES;
 		BlockNumber last = Min(first + PCS_MAP_PAGE_ENTRIES,
 							   RELSEG_SIZE) - 1;
@@ -206,8 +278,19 @@ pcs_read_directory(int fd, const char *fn, const PcsHeader *header,
 			(*bad)++;
 			continue;
 		}
-		if (pages->present[k])
-			map_end = Max(map_end, pages->unit[k] + page_units);
+		if (!pages->present[k])
+			continue;
+		map_end = Max(map_end, pages->unit[k] + page_units);
+		if ((uint64) pages->unit[k] + page_units > unit_limit)
+		{
+			if (enable)
+				pg_fatal("cannot enable checksums in file \"%s\": the map page of blocks %u to %u lies past the end of the file",
+						 fn, first, last);
+			pg_log_error("map page past the end of file \"%s\", blocks %u to %u: it begins at unit %u",
+						 fn, first, last, pages->unit[k]);
+			pages->present[k] = false;
+			(*bad)++;
+		}
 	}
 	pg_free(directory);
 	return map_end;
@@ -216,8 +299,9 @@ pcs_read_directory(int fd, const char *fn, const PcsHeader *header,
 /*
  * Read the entries of blocks [first, first + count) of a segment from the
  * file at offset into map[first...]; entries past the end of the file are
- * empty (map[] is zeroed).  Only a version 5 map page may end there: its
- * slot can reach disk before the page (see above).
+ * empty (map[] is zeroed).  Only a version 5 map page may end there, and
+ * none that is read does: pcs_read_directory() reports those that do as
+ * damage and takes them for absent.
  */
 static void
 pcs_read_entries(int fd, const char *fn, const PcsHeader *header,
@@ -375,15 +459,16 @@ pcs_checksum_segment(int fd, const char *fn, int segmentno, bool enable,
 							 PG_UINT32_MAX);
 
 	/*
-	 * Version 5: where the map pages lie.  New images go past them too, even
-	 * past the end of the file, where a crash may leave a page whose slot is
-	 * written: its units are the map's, never free space.
+	 * Version 5: where the directory and the map pages lie.  New images go
+	 * past them too: their units are the map's, never free space, even those
+	 * of a page that is damage for lying past the end of the file (enabling
+	 * stops there anyway).
 	 */
 	if (pcs_header_has_directory(header))
 	{
 		pages = pg_malloc(sizeof(PcsMapPages));
 		map_end = pcs_read_directory(fd, fn, header, segmentno, enable,
-									 pages, &counts.bad_blocks);
+									 unit_limit, pages, &counts.bad_blocks);
 		next_unit = Max(next_unit, map_end);
 	}
 

@@ -16,10 +16,13 @@
  * begins from the file's end (README.pcs, "Allocation"), and the old image's
  * units become garbage.  In a segment of format 5 the block's entry may lie
  * in a map page that does not exist yet: one is then made, zeroed, at the
- * end of the file too, before the image, and its directory slot set.  The
- * directory's slots are checked against the segment's number, which is
- * taken from the file's name (RELFILENODE[_FORK][.SEGNO]).  Only segments
- * without dictionaries are handled.
+ * end of the file too, before the image, and its directory slot set; and
+ * if the segment has no directory yet (its blocks had room in the header),
+ * the directory is made with it, as the server makes both (pcs_segment.c,
+ * pcs_map_page_make()).  The directory's words and slots are checked
+ * against the segment's number, which is taken from the file's name
+ * (RELFILENODE[_FORK][.SEGNO]).  Only segments without dictionaries are
+ * handled.
  * The page's checksum is not recomputed: the tests that do this run without
  * data checksums.
  *
@@ -93,28 +96,61 @@ segment_number(const char *path)
 }
 
 /*
+ * Where the directory of a format 5 segment lies, as the server decides it
+ * (pcs_meta.c, pcs_directory_lookup()): true and its first unit in *unit
+ * if a sound copy of the header's directory word names one, false if both
+ * copies are sound zeros (no directory, no map page).  A directory that
+ * cannot be located leaves every map page unknown: this tool gives up.
+ */
+static bool
+directory_location(PcsHeader *header, BlockNumber segno, uint32 *unit,
+				   const char *path)
+{
+	bool		damaged = false;
+
+	for (int copy = 0; copy < 2; copy++)
+	{
+		bool		present;
+
+		if (pcs_directory_location_decode(header, segno, copy,
+										  pg_atomic_read_u64(pcs_header_directory(header, copy)),
+										  &present, unit) != PCS_SOUND)
+			damaged = true;
+		else if (present)
+			return true;
+	}
+	if (damaged)
+		fail(pcs_problem_message(PCS_DIRECTORY_BAD_LOCATION), path);
+	return false;
+}
+
+/*
  * The first whole unit of the data area at or past the file's end, and in
- * format 5 past every map page too: a crash may leave a page's slot written
- * before the file grew to hold the page, and its units are not free.
+ * format 5 past the directory and every map page too: a crash may leave a
+ * directory word or a slot written before the file grew to hold what it
+ * names, and those units are not free.
  */
 static uint32
-unit_at_end(int fd, const PcsHeader *header, BlockNumber segno,
-			const char *path)
+unit_at_end(int fd, PcsHeader *header, BlockNumber segno, const char *path)
 {
 	struct stat st;
 	off_t		data_offset = pcs_data_offset(header);
 	uint32		unit;
+	uint32		directory_unit;
 
 	if (fstat(fd, &st) != 0)
 		fail(strerror(errno), path);
 	unit = (uint32) ((Max(st.st_size, data_offset) - data_offset +
 					  (1 << header->unit_shift) - 1) >> header->unit_shift);
-	if (pcs_header_has_directory(header))
+	if (pcs_header_has_directory(header) &&
+		directory_location(header, segno, &directory_unit, path))
 	{
 		PcsDirectory *directory = malloc(sizeof(PcsDirectory));
 
+		unit = Max(unit, directory_unit +
+				   pcs_directory_units(header->unit_shift));
 		read_or_zeros(fd, directory, sizeof(PcsDirectory),
-					  PCS_DIRECTORY_OFFSET, path);
+					  pcs_unit_offset(header, directory_unit), path);
 		for (int k = 0; k < PCS_MAP_PAGES; k++)
 		{
 			bool		present;
@@ -136,21 +172,57 @@ unit_at_end(int fd, const PcsHeader *header, BlockNumber segno,
 }
 
 /*
+ * Make the directory of a format 5 segment that has none, at the end of the
+ * file, and return its first unit.  Its zeros are durable before the
+ * header's directory words name it, so that a crash leaves either no
+ * directory or an empty one: never words naming units that hold something
+ * else.  The words are written one after the other, first copy first, as
+ * the server writes them; a reader takes either.
+ */
+static uint32
+directory_make(int fd, PcsHeader *header, BlockNumber segno,
+			   const char *path)
+{
+	PGAlignedBlock zeros;
+	uint32		unit = unit_at_end(fd, header, segno, path);
+
+	StaticAssertStmt(PCS_DIRECTORY_SIZE <= BLCKSZ,
+					 "the directory must fit in a block's buffer");
+	memset(zeros.data, 0, PCS_DIRECTORY_SIZE);
+	write_at(fd, zeros.data, PCS_DIRECTORY_SIZE,
+			 pcs_unit_offset(header, unit), path);
+	if (fsync(fd) != 0)
+		fail(strerror(errno), path);
+	for (int copy = 0; copy < 2; copy++)
+	{
+		pg_atomic_uint64 *word = pcs_header_directory(header, copy);
+		uint64		value = pcs_directory_location_word(header, segno, copy,
+														unit);
+
+		pg_atomic_write_u64(word, value);
+		write_at(fd, &value, sizeof(value),
+				 (char *) word - (char *) header, path);
+	}
+	return unit;
+}
+
+/*
  * The file offset of the map entry of block of segment segno; false if the
  * block has none because its map page (format 5) does not exist, unless
- * create, which then makes the page: zeroed, at the end of the file, and
- * durable before its directory slot names it.
+ * create, which then makes the page, and the directory first if there is
+ * none: each zeroed, at the end of the file, and durable before what names
+ * it (the header's directory words, the page's directory slot) is written.
  */
 static bool
-entry_location(int fd, const PcsHeader *header, BlockNumber segno,
+entry_location(int fd, PcsHeader *header, BlockNumber segno,
 			   BlockNumber block, bool create, off_t *offset,
 			   const char *path)
 {
 	int			page = pcs_map_page_of(block);
-	off_t		slot_offset = PCS_DIRECTORY_OFFSET + page * sizeof(uint64);
-	uint64		slot;
+	uint64		slot = 0;
 	bool		present;
-	uint32		unit;
+	uint32		directory = 0;
+	uint32		unit = 0;
 	PcsProblem	problem;
 
 	if (block < pcs_header_entries(header) ||
@@ -160,11 +232,19 @@ entry_location(int fd, const PcsHeader *header, BlockNumber segno,
 		return true;
 	}
 
-	read_or_zeros(fd, &slot, sizeof(slot), slot_offset, path);
-	problem = pcs_directory_decode(header, segno, page, slot, &present,
-								   &unit);
-	if (problem != PCS_SOUND)
-		fail(pcs_problem_message(problem), path);
+	present = false;
+	if (directory_location(header, segno, &directory, path))
+	{
+		read_or_zeros(fd, &slot, sizeof(slot),
+					  pcs_unit_offset(header, directory) +
+					  page * sizeof(uint64), path);
+		problem = pcs_directory_decode(header, segno, page, slot, &present,
+									   &unit);
+		if (problem != PCS_SOUND)
+			fail(pcs_problem_message(problem), path);
+	}
+	else if (create)
+		directory = directory_make(fd, header, segno, path);
 	if (!present)
 	{
 		PGAlignedBlock zeros;
@@ -180,7 +260,9 @@ entry_location(int fd, const PcsHeader *header, BlockNumber segno,
 		if (fsync(fd) != 0)
 			fail(strerror(errno), path);
 		slot = pcs_directory_word(header, segno, page, unit);
-		write_at(fd, &slot, sizeof(slot), slot_offset, path);
+		write_at(fd, &slot, sizeof(slot),
+				 pcs_unit_offset(header, directory) + page * sizeof(uint64),
+				 path);
 	}
 	*offset = pcs_map_page_entry_offset(header, unit, block);
 	return true;

@@ -10,13 +10,14 @@
  * the storage manager leaves the part of a segment between its header and
  * its data area sparse: in versions 2 to 4 a map with an entry for each of
  * its RELSEG_SIZE blocks (2 MB), of which only the 4 kB pages that hold
- * entries in use take space, in version 5 the map's directory (4 kB).  A
- * copy that writes every byte makes each fork of version 4 take at least
- * 2 MB, so copy_file() hands the chunks of compressed segments to this
- * file, which writes them with the zero pages of that part left out.  Where
- * it ends depends on the segment's version (pcs_copy_sparse_end()).  Zeros
+ * entries in use take space (version 5 has no such part: its map's pages
+ * and their directory lie in the data area).  A copy that writes every
+ * byte makes each fork of version 4 take at least 2 MB, so copy_file()
+ * hands the chunks of compressed segments to this file, which writes them
+ * with the zero pages of that part left out.  Where it ends depends on the
+ * segment's version (pcs_copy_sparse_end()).  Zeros
  * of the data area (allocated ahead on purpose; in version 5 it also holds
- * the map's pages) are written like any other bytes.
+ * the map's pages and directory) are written like any other bytes.
  *
  * PostgreSQL 18's file_copy_method = clone copies files with
  * copy_file_range() instead.  Where the file system cannot share extents
@@ -103,8 +104,9 @@ pcs_copy_write_chunk(int dstfd, const char *tofile, const char *buf,
 
 	/*
 	 * A chunk of a copy whose start was not seen here: version 5's end, the
-	 * smaller, keeps every byte of any data area.  Only space is at stake,
-	 * never the copy's bytes: what is left out reads as zeros.
+	 * header's, keeps every byte past the header, so every byte of any data
+	 * area.  Only space is at stake, never the copy's bytes: what is left out
+	 * reads as zeros.
 	 */
 	if (dstfd == pcs_copy_fd)
 		sparse_end = pcs_copy_end;
@@ -220,8 +222,9 @@ pcs_clone_file(const char *fromfile, const char *tofile)
 				 errmsg("could not create file \"%s\": %m", tofile)));
 
 	/*
-	 * The header whole, the parts of the sparse map (versions 2 to 4) or
-	 * directory (version 5) that hold data, the data area whole
+	 * The header whole, the parts of the sparse map (versions 2 to 4) that
+	 * hold data, the data area whole (in version 5 all that follows the
+	 * header)
 	 */
 	sparse_end = Min(st.st_size, pcs_copy_sparse_end(head, nread));
 	pcs_clone_range(srcfd, dstfd, fromfile, tofile, 0,
