@@ -158,7 +158,6 @@ echo "$files" | perl -I"$TOP/test" -MPgStrata::PcsFile -e '
 use strict;
 use warnings;
 my ($data, $out) = @ARGV;
-my $area = PgStrata::PcsFile::DATA_OFFSET;
 sub put
 {
 	my ($name, $bytes) = @_;
@@ -202,6 +201,7 @@ while (my $line = <STDIN>)
 	  . substr($file, 1536, 8) : substr($file, 0, 48);
 	$header .= "\0" x (512 - length($header));
 	my $unit = $h->{unit_size};
+	my $area = PgStrata::PcsFile::data_offset($h->{version});
 	my $algo = ord(substr($header, 12, 1));
 	my $nblocks = $h->{nblocks} // die "$path: unsound block count word";
 	$rel = "v$h->{version}-$rel" if $v3;
@@ -210,8 +210,9 @@ while (my $line = <STDIN>)
 	my @entries;
 	for my $b (0 .. $nblocks - 1)
 	{
-		push @entries,
-		  substr($file, PgStrata::PcsFile::entry_offset($b, $h->{version}), 16);
+		# format 5: a block whose map page does not exist has an empty entry
+		my $at = eval { PgStrata::PcsFile::entry_offset($b, \$file) };
+		push @entries, defined $at ? substr($file, $at, 16) : "\0" x 16;
 	}
 	# segments cut to their first blocks: header with the count lowered,
 	# the entries, the data area up to the last unit they use
