@@ -309,7 +309,7 @@ put("boundary-header-v3-nblocks-one-copy", chr(0) . $h);
 substr($h, 72, 8) = "\0" x 8;
 put("boundary-header-v3-nblocks-no-copy", chr(0) . $h);
 # format 5: a header, a directory slot and a map page number, then the
-# header's two directory words (pcs_fuzz.c); with operation byte 0x80 the
+# two directory words of the header (pcs_fuzz.c); with operation byte 0x80 the
 # harness seals each word that is not zero for the unit its complement
 # names: a directory at unit 32 in both copies, one that would end a unit
 # past the last, and (as they are) a damaged first copy beside a zeroed one
