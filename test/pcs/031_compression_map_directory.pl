@@ -273,5 +273,79 @@ $node->start;
 is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM big'),
 	$rows, 'mended again, the table reads whole');
 
+# 4. Writes go on past damage, as md's do past a damaged page: a write
+# into a map page whose slot is damaged makes the page again, its other
+# entries lost (their blocks read as damaged until written again), so
+# that checkpoints, and redo at the next start, go on.  Without that, the
+# checkpoint fails for as long as the block stays dirty, and a server
+# that crashed does not start.
+# (frozen, so that reading it dirties nothing: the blocks written below
+# are only those the test changes)
+$node->safe_psql('postgres', q(
+CREATE TABLE w (id int, v text) TABLESPACE cts;
+INSERT INTO w SELECT g, repeat(md5(g::text), 6) FROM generate_series(1, 15000) g;
+));
+$node->safe_psql('postgres', 'VACUUM (FREEZE) w');
+$node->safe_psql('postgres', 'CHECKPOINT');
+my $w = path('w');
+my $w_rel = $node->safe_psql('postgres', "SELECT pg_relation_filepath('w')");
+$node->restart;
+# every block of w in shared buffers, read by this session only
+$node->safe_psql('postgres', q(
+SELECT count(*) FROM w;
+SELECT count(*) FROM pg_buffercache
+WHERE relfilenode = pg_relation_filenode('w') AND relforknumber = 0;
+));
+my $wslot1 = $data_offset + place(word($w, $directory_word[0])) * 128 + 8;
+PgStrata::PcsFile::flip($w, $wslot1 + 6);
+my ($changed, $new_tids) = split /\|/, $node->safe_psql('postgres', q(
+WITH u AS (UPDATE w SET v = 'changed'
+  WHERE ctid >= '(300,0)' AND ctid <= '(300,1000)' RETURNING ctid)
+SELECT count(*), string_agg('"' || ctid::text || '"', ',') FROM u));
+cmp_ok($changed, '>', 0, "$changed rows of block 300 changed");
+($ret, $stdout, $stderr) = $node->psql('postgres', 'CHECKPOINT');
+is($ret, 0, 'a damaged slot: the checkpoint writes a block of its page');
+like(
+	slurp_file($node->logfile),
+	qr/WARNING:  made map page 1 of compressed segment file "[^"]+" again/,
+	'making the page again, with a WARNING');
+$node->restart;
+is($node->safe_psql('postgres',
+		"SELECT count(*) FROM w WHERE ctid = ANY('{$new_tids}'::tid[]) AND v = 'changed'"),
+	$changed, 'the blocks written read back: the new versions of the changed rows');
+($ret, $stdout, $stderr) = $node->psql('postgres',
+	q(SELECT count(*) FROM w WHERE ctid >= '(300,0)' AND ctid <= '(300,1000)'));
+is($stderr, '', 'and block 300, where the update began');
+($ret, $stdout, $stderr) = $node->psql('postgres',
+	q(SELECT count(*) FROM w WHERE ctid >= '(301,0)' AND ctid <= '(301,1000)'),
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like(
+	$stderr,
+	qr/XX001: invalid compressed page in block 301 of relation \S+\nDETAIL:  The block's map entry was lost/,
+	'a block of the page not written since: damaged, not zeros');
+is($node->safe_psql('postgres',
+		q(SELECT count(*) > 0 FROM w WHERE ctid <= '(255,1000)')),
+	't', 'the blocks of other map pages read on');
+
+# Redo through a damaged slot: a change to a block of map page 1 after a
+# checkpoint (block 300, which reads), the server killed, the page's slot
+# damaged before it starts again.
+$node->safe_psql('postgres', q(
+CHECKPOINT;
+UPDATE w SET v = 'redone' WHERE ctid >= '(300,0)' AND ctid <= '(300,1000)';
+));
+$node->stop('immediate');
+PgStrata::PcsFile::flip($w,
+	$data_offset + place(word($w, $directory_word[0])) * 128 + 8 + 6);
+$node->start;
+is($node->safe_psql('postgres',
+		q(SELECT count(*) FROM w WHERE ctid >= '(300,0)' AND ctid <= '(300,1000)' AND v = 'redone')),
+	$node->safe_psql('postgres',
+		q(SELECT count(*) FROM w WHERE ctid >= '(300,0)' AND ctid <= '(300,1000)')),
+	'redo through a damaged slot: the server starts, block 300 as changed');
+my @remade = slurp_file($node->logfile) =~
+  /WARNING:  made map page 1 of compressed segment file "\Q$w_rel\E" again/g;
+is(scalar(@remade), 2, 'redo made the page again, a second time');
+
 $node->stop;
 done_testing();

@@ -477,6 +477,17 @@ pcs_header_directory(PcsHeader *header, int copy)
 	return &header->nblocks[copy].second;
 }
 
+/*
+ * What a map page or a directory made again in place of one that could not
+ * be located is filled with (pcs_map_page_make()): entries and slots of all
+ * ones, which fail their checks and say why, so that the blocks whose
+ * entries were lost read as damaged, never as zero pages, until each is
+ * written again.  (A sound entry or slot of these bytes is told apart by its
+ * check, which the callers look at first.)
+ */
+#define PCS_LOST_BYTE		0xFF
+#define PCS_LOST_SLOT		(~UINT64CONST(0))
+
 /* Units of the data area the directory takes, in a segment with units of 1 << shift */
 static inline int
 pcs_directory_units(int shift)
@@ -719,6 +730,8 @@ typedef enum PcsProblem
 	PCS_DIRECTORY_BAD_SLOT,
 	PCS_DIRECTORY_BAD_UNIT,
 	PCS_DIRECTORY_BAD_LOCATION,
+	PCS_DIRECTORY_SLOT_LOST,
+	PCS_ENTRY_LOST,
 } PcsProblem;
 
 extern const char *pcs_algorithm_name(PcsAlgorithm algorithm);

@@ -161,6 +161,7 @@ extern int	pcs_directory_lookup(PcsSegment *seg, bool tolerate,
 								 uint32 *unit);
 extern void pcs_directory_read(PcsSegment *seg, uint32 unit,
 							   PcsDirectory *directory);
+extern uint64 pcs_directory_slot_word(PcsSegment *seg, uint32 unit, int page);
 extern bool pcs_directory_slot_set(PcsSegment *seg, uint32 unit, int page,
 								   uint64 *expected, uint64 value);
 extern int	pcs_map_page_lookup(PcsSegment *seg, int page, bool tolerate,

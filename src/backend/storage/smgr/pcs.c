@@ -1077,8 +1077,9 @@ pcs_prefetch(SMgrRelation reln, ForkNumber forknum, BlockNumber blocknum,
 			found = false;
 			break;
 		}
-		entry = pcs_map_entry(seg, blkno % RELSEG_SIZE);
-		if (pcs_entry_is_empty(&entry))
+		/* a hint: a block whose entry cannot be located is not hinted */
+		if (pcs_map_entries_known(seg, blkno % RELSEG_SIZE, 1, &entry) == 0 ||
+			pcs_entry_is_empty(&entry))
 			continue;
 		start = pcs_unit_offset(seg->header, entry.first_unit);
 		if (seg == runseg && start >= runstart &&

@@ -150,9 +150,11 @@ static const char *const pcs_problem_messages[] = {
 	[PCS_DIRECTORY_BAD_SLOT] = gettext_noop("The checksum of the directory slot of the block's map page does not match."),
 	[PCS_DIRECTORY_BAD_UNIT] = gettext_noop("The directory slot of the block's map page points past any data area."),
 	[PCS_DIRECTORY_BAD_LOCATION] = gettext_noop("Neither copy of the word that locates the segment's map directory is sound."),
+	[PCS_DIRECTORY_SLOT_LOST] = gettext_noop("The directory slot of the block's map page was lost with a damaged map directory, which was made again."),
+	[PCS_ENTRY_LOST] = gettext_noop("The block's map entry was lost with a map page that could not be located, which was made again; the block reads again once it is written."),
 };
 
-StaticAssertDecl(lengthof(pcs_problem_messages) == PCS_DIRECTORY_BAD_LOCATION + 1,
+StaticAssertDecl(lengthof(pcs_problem_messages) == PCS_ENTRY_LOST + 1,
 				 "every PcsProblem needs its sentence");
 
 /*
@@ -495,7 +497,8 @@ pcs_directory_decode(const PcsHeader *header, BlockNumber segno, int page,
 	if ((uint32) (word >> 32) != pcs_word_check(header, segno,
 												PCS_WORD_MAP_PAGE,
 												(uint32) page, value))
-		return PCS_DIRECTORY_BAD_SLOT;
+		return word == PCS_LOST_SLOT ?
+			PCS_DIRECTORY_SLOT_LOST : PCS_DIRECTORY_BAD_SLOT;
 	/* the header may be unchecked here (pg_checksums, the fuzz target) */
 	if ((uint64) value + (PCS_MAP_PAGE_SIZE >> PCS_UNIT_SHIFT) > PG_UINT32_MAX)
 		return PCS_DIRECTORY_BAD_UNIT;
@@ -709,7 +712,16 @@ pcs_entry_check(const PcsMapEntry *entry, BlockNumber segblock,
 	if (pcs_entry_is_empty(entry))
 		return PCS_SOUND;
 	if (entry->entry_crc != pcs_entry_crc(entry, segblock))
-		return PCS_ENTRY_BAD_CRC;
+	{
+		const unsigned char *bytes = (const unsigned char *) entry;
+
+		for (int i = 0; i < sizeof(PcsMapEntry); i++)
+		{
+			if (bytes[i] != PCS_LOST_BYTE)
+				return PCS_ENTRY_BAD_CRC;
+		}
+		return PCS_ENTRY_LOST;
+	}
 	if ((entry->flags & ~(PCS_ENTRY_KNOWN_FLAGS | PCS_ENTRY_DICTIONARY)) != 0 ||
 		(entry->flags & PCS_ENTRY_ALLOCATED) == 0)
 		return PCS_ENTRY_BAD_FLAGS;

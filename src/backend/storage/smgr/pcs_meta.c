@@ -483,6 +483,17 @@ pcs_directory_slot_read(PcsSegment *seg, uint32 unit, int page, bool locked)
 }
 
 /*
+ * Directory slot page of a version 5 segment whose directory is at unit, as
+ * it is now (read under the lock): what a new page's compare-and-swap
+ * expects to replace
+ */
+uint64
+pcs_directory_slot_word(PcsSegment *seg, uint32 unit, int page)
+{
+	return pcs_directory_slot_read(seg, unit, page, true);
+}
+
+/*
  * Set directory slot page of a version 5 segment whose directory is at
  * unit to value if it holds *expected (zeros: no page yet); else set
  * *expected to what it holds and return false

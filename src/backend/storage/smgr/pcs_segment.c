@@ -780,25 +780,27 @@ pcs_seg_give_storage(SMgrRelation reln, PcsSegment *seg, uint32 first,
 }
 
 /*
- * Write zeros into units [first, first + count) of a segment, fresh units
- * that are to become version 5's directory or a map page
+ * Fill units [first, first + count) of a segment, fresh units that are to
+ * become version 5's directory or a map page, with bytes of value fill:
+ * zeros (no page, empty entries), or PCS_LOST_BYTE in place of a directory
+ * or page that could not be located (pcs_map_page_make())
  */
 static void
-pcs_seg_write_zeros(PcsSegment *seg, uint32 first, uint32 count)
+pcs_seg_fill_units(PcsSegment *seg, uint32 first, uint32 count, int fill)
 {
-	PGIOAlignedBlock zeros;
+	PGIOAlignedBlock bytes;
 	off_t		offset = pcs_unit_offset(seg->header, first);
 	off_t		end = pcs_unit_offset(seg->header, first + count);
 
-	memset(zeros.data, 0, BLCKSZ);
+	memset(bytes.data, fill, BLCKSZ);
 	for (; offset < end; offset += BLCKSZ)
-		pcs_meta_write(seg, zeros.data, (int) Min(end - offset, BLCKSZ),
+		pcs_meta_write(seg, bytes.data, (int) Min(end - offset, BLCKSZ),
 					   offset);
 }
 
 /*
- * Take count fresh units of a segment for version 5's metadata and write
- * zeros there (README.pcs, "The map directory").  They come from
+ * Take count fresh units of a segment for version 5's metadata and fill
+ * them with fill, zeros for a new page (README.pcs, "The map directory").  They come from
  * pcs_allocate(), never from freed runs: in this server generation nothing
  * else was ever written into them, and what the file held before the
  * generation began lies below them.  So a directory word or slot that
@@ -808,11 +810,11 @@ pcs_seg_write_zeros(PcsSegment *seg, uint32 first, uint32 count)
  */
 static uint32
 pcs_seg_fresh_metadata(SMgrRelation reln, PcsSegment *seg, uint32 count,
-					   bool writeback)
+					   bool writeback, int fill)
 {
 	uint32		first = pcs_allocate(reln, seg, count, writeback);
 
-	pcs_seg_write_zeros(seg, first, count);
+	pcs_seg_fill_units(seg, first, count, fill);
 	return first;
 }
 
@@ -833,27 +835,48 @@ pcs_seg_unnamed_metadata(SMgrRelation reln, PcsSegment *seg, uint32 first,
  * fresh units, named by the header's first directory word (by
  * compare-and-swap, against a process doing the same), then by its second.
  * If another process named one first, ours goes back and theirs is
- * returned.
+ * returned.  With lost, the header's words could not locate a directory
+ * (both copies damaged): the new one takes their place, and its slots are
+ * PCS_LOST_SLOT, since where the map pages were is unknown.
  */
 static uint32
-pcs_directory_make(SMgrRelation reln, PcsSegment *seg, bool writeback)
+pcs_directory_make(SMgrRelation reln, PcsSegment *seg, bool writeback,
+				   bool lost)
 {
+	PcsHeader  *header = seg->header;
 	int			units = pcs_directory_units(seg->shift);
-	uint32		first = pcs_seg_fresh_metadata(reln, seg, units, writeback);
 	uint64		expected = 0;
+	uint32		first;
 	uint32		unit;
 
-	if (pcs_word_compare_exchange(seg, pcs_header_directory(seg->header, 0),
+	if (lost)
+	{
+		/* what to replace; unless another process has replaced it already */
+		expected = pcs_word_read(seg, pcs_header_directory(header, 0));
+		if (pcs_directory_lookup(seg, true, &unit) > 0)
+			return unit;
+	}
+	first = pcs_seg_fresh_metadata(reln, seg, units, writeback,
+								   lost ? PCS_LOST_BYTE : 0);
+	if (pcs_word_compare_exchange(seg, pcs_header_directory(header, 0),
 								  &expected,
-								  pcs_directory_location_word(seg->header,
+								  pcs_directory_location_word(header,
 															  seg->segno, 0,
 															  first)))
 	{
-		pcs_word_write(seg, pcs_header_directory(seg->header, 1),
-					   pcs_directory_location_word(seg->header, seg->segno,
+		pcs_word_write(seg, pcs_header_directory(header, 1),
+					   pcs_directory_location_word(header, seg->segno,
 												   1, first));
 		seg->directory_unit = first + 1;
 		seg->directory_backed = true;
+		if (lost)
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("made the map directory of compressed segment file \"%s\" again",
+							FilePathName(seg->vfd)),
+					 errdetail("%s  The entries of the segment's blocks from %u on were lost; each reads as damaged until it is written again.",
+							   _(pcs_problem_message(PCS_DIRECTORY_BAD_LOCATION)),
+							   pcs_header_entries(header))));
 		return first;
 	}
 	pcs_seg_unnamed_metadata(reln, seg, first, units);
@@ -869,6 +892,13 @@ pcs_directory_make(SMgrRelation reln, PcsSegment *seg, bool writeback)
  * may make the same page at once; the one whose swap fails gives its units
  * back to the free pool at once and uses the winner's.  The entries stored
  * into the page reach disk with the segment's fsync, as every entry does.
+ *
+ * A page whose slot fails its check, or whose directory cannot be located,
+ * is made again in its place, its entries PCS_LOST_BYTE: their blocks read
+ * as damaged until each is written again, as a damaged page of md.c does,
+ * and writes of the others, checkpoints and redo go on, as md.c's do,
+ * where an ERROR here would stop every checkpoint and, in redo, the
+ * server's start.
  */
 static void
 pcs_map_page_make(SMgrRelation reln, PcsSegment *seg, int page,
@@ -880,23 +910,52 @@ pcs_map_page_make(SMgrRelation reln, PcsSegment *seg, int page,
 	uint32		first;
 	uint32		unit;
 	bool		present;
+	bool		lost;
 
 	Assert(pcs_header_has_directory(seg->header));
-	if (pcs_directory_lookup(seg, false, &directory) == 0)
-		directory = pcs_directory_make(reln, seg, writeback);
-	else if (!seg->directory_backed)
+	switch (pcs_directory_lookup(seg, true, &directory))
 	{
-		pcs_seg_give_storage(reln, seg, directory,
-							 pcs_directory_units(seg->shift), writeback);
-		seg->directory_backed = true;
+		case 0:
+			directory = pcs_directory_make(reln, seg, writeback, false);
+			break;
+		case -1:
+			directory = pcs_directory_make(reln, seg, writeback, true);
+			break;
+		default:
+			if (!seg->directory_backed)
+			{
+				pcs_seg_give_storage(reln, seg, directory,
+									 pcs_directory_units(seg->shift),
+									 writeback);
+				seg->directory_backed = true;
+			}
+			break;
 	}
-	first = pcs_seg_fresh_metadata(reln, seg, units, writeback);
+	/* what the slot holds now: zeros, or another process's page, or damage */
+	expected = pcs_directory_slot_word(seg, directory, page);
+	if (pcs_directory_decode(seg->header, seg->segno, page, expected,
+							 &present, &unit) == PCS_SOUND && present)
+	{
+		pcs_map_page_remember(seg, page, unit);
+		return;
+	}
+	lost = expected != 0;
+	first = pcs_seg_fresh_metadata(reln, seg, units, writeback,
+								   lost ? PCS_LOST_BYTE : 0);
 	PGSTRATA_INJECTION_POINT("pcs-map-page-before-slot");
 	if (pcs_directory_slot_set(seg, directory, page, &expected,
 							   pcs_directory_word(seg->header, seg->segno,
 												  page, first)))
 	{
 		pcs_map_page_remember(seg, page, first);
+		if (lost)
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("made map page %d of compressed segment file \"%s\" again",
+							page, FilePathName(seg->vfd)),
+					 errdetail("Its directory slot was damaged.  The entries of blocks %u to %u of the segment were lost; each reads as damaged until it is written again.",
+							   (BlockNumber) page * PCS_MAP_PAGE_ENTRIES,
+							   (BlockNumber) (page + 1) * PCS_MAP_PAGE_ENTRIES - 1)));
 		return;
 	}
 
@@ -941,7 +1000,8 @@ pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg, BlockNumber segblock,
 	{
 		uint32		unit;
 
-		if (pcs_map_page_lookup(seg, chunk, false, &unit) == 0)
+		/* a page that cannot be located is made again (its entries lost) */
+		if (pcs_map_page_lookup(seg, chunk, true, &unit) <= 0)
 		{
 			PGSTRATA_INJECTION_POINT("pcs-map-chunk-allocate");
 			pcs_map_page_make(reln, seg, chunk, writeback);
