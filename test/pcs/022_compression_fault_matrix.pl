@@ -73,12 +73,18 @@ my $node = PgStrata::Node::compressed_node('fault_matrix',
 	# fsync = on: freed units wait for an fsync before they are reused (an
 	# OS crash is not survived otherwise), and the checkpointer reaches the
 	# sync crash point
+	# wal_keep_size: the standby, which has no slot, may lag behind a
+	# primary killed after a large write (the map page cases write 20,000
+	# rows); the primary's end-of-recovery checkpoint must not remove the
+	# WAL it still needs ("requested WAL segment ... has already been
+	# removed")
 	conf => q(
 fsync = on
 wal_log_hints = on
 autovacuum = off
 checkpoint_timeout = 1h
 max_wal_size = 1GB
+wal_keep_size = 512MB
 bgwriter_lru_maxpages = 0
 shared_buffers = 32MB
 ),
