@@ -511,14 +511,23 @@ pcs_directory_slot_set(PcsSegment *seg, uint32 unit, int page,
 									 expected, value, &current);
 }
 
-/* Remember that map page page of a version 5 segment begins at unit */
+/*
+ * Remember that map page page of a version 5 segment begins at unit.  The
+ * array is made at the first page found, except in a critical section
+ * (a truncation reads the map in one), where nothing may be allocated:
+ * the page is then looked up again next time.
+ */
 void
 pcs_map_page_remember(PcsSegment *seg, int page, uint32 unit)
 {
 	Assert(page >= 0 && page < PCS_MAP_PAGES);
 	if (seg->map_pages == NULL)
+	{
+		if (CritSectionCount > 0)
+			return;
 		seg->map_pages = MemoryContextAllocZero(PcsCxt,
 												PCS_MAP_PAGES * sizeof(uint32));
+	}
 	seg->map_pages[page] = unit + 1;
 }
 
