@@ -129,6 +129,15 @@ build: tree
 	@$(MAKE) --no-print-directory $(OBJ)/config.status
 	@echo "--- building PostgreSQL $(PG_VERSION) with the patch series (-j$(JOBS))"
 	@$(PGMAKE) -C $(OBJ) -s -j$(JOBS) world-bin
+	@# PostgreSQL's programs depend on libpgfeutils.a order-only: the ones
+	@# that copy compressed segments (fe_utils/pcs_file.c) are relinked
+	@# here when the library is newer, or they keep its old code.
+	@for p in pg_basebackup pg_combinebackup pg_rewind pg_upgrade; do \
+		bin=$(OBJ)/src/bin/$$p/$$p; \
+		if [ -f "$$bin" ] && [ $(OBJ)/src/fe_utils/libpgfeutils.a -nt "$$bin" ]; then \
+			rm -f "$$bin" && $(PGMAKE) -C $(OBJ)/src/bin/$$p -s || exit 1; \
+		fi; \
+	done
 	@$(PGMAKE) -C $(OBJ)/src/test/modules/injection_points -s -j$(JOBS)
 
 install: build
