@@ -676,6 +676,25 @@ sub _identity_copy
 	my $fields = substr($head, 0, 28);
 	return $fields . pack('V', crc32c('I' . $fields));
 }
+# _reversion_header(\HEADER, VERSION, SEGNO, NBLOCKS): make the 4 kB header
+# block HEADER one of format VERSION (3 or 4): its version, header CRC and
+# identity copy, the allocation and generation words void (the next
+# allocation recomputes them), both block count words for NBLOCKS;
+# returns the new header CRC
+sub _reversion_header
+{
+	my ($head, $version, $segno, $nblocks) = @_;
+	substr($$head, 8, 4) = pack('V', $version);
+	my $crc = crc32c(substr($$head, 0, HEADER_CRC_OFFSET));
+	substr($$head, HEADER_CRC_OFFSET, 4) = pack('V', $crc);
+	substr($$head, IDENTITY_COPY_OFFSET, 32) = _identity_copy($$head);
+	substr($$head, ALLOC_OFFSET, 16) = "\0" x 16;
+	substr($$head, NBLOCKS_OFFSET, 8) = nblocks_word($crc, $segno, $nblocks, 0);
+	substr($$head, NBLOCKS2_OFFSET, 8) =
+	  nblocks_word($crc, $segno, $nblocks, 1);
+	return $crc;
+}
+
 
 # to_format_4(PATH): rewrite a format 5 segment of a stopped server as the
 # format 4 file a build of 2026 before the directory would have made of
@@ -704,15 +723,7 @@ sub to_format_4
 	  : '';
 
 	my $head = read_bytes($path, 0, HEADER_SIZE);
-	substr($head, 8, 4) = pack('V', 4);
-	my $crc = crc32c(substr($head, 0, HEADER_CRC_OFFSET));
-	substr($head, HEADER_CRC_OFFSET, 4) = pack('V', $crc);
-	substr($head, IDENTITY_COPY_OFFSET, 32) = _identity_copy($head);
-	substr($head, ALLOC_OFFSET, 16) = "\0" x 16;
-	substr($head, NBLOCKS_OFFSET, 8) =
-	  nblocks_word($crc, $segno, $h->{nblocks}, 0);
-	substr($head, NBLOCKS2_OFFSET, 8) =
-	  nblocks_word($crc, $segno, $h->{nblocks}, 1);
+	my $crc = _reversion_header(\$head, 4, $segno, $h->{nblocks});
 	substr($head, $_, 8) = "\0" x 8 for DIRECTORY_WORD_OFFSETS;
 	_recheck_dictionaries(\$head, $h, $crc);
 
@@ -828,15 +839,7 @@ sub to_format_3
 	my $in_header =
 	  read_bytes($path, HEADER_ENTRIES_OFFSET, HEADER_ENTRIES * ENTRY_SIZE);
 	my $head = read_bytes($path, 0, HEADER_SIZE);
-	substr($head, 8, 4) = pack('V', 3);
-	my $crc = crc32c(substr($head, 0, HEADER_CRC_OFFSET));
-	substr($head, HEADER_CRC_OFFSET, 4) = pack('V', $crc);
-	substr($head, IDENTITY_COPY_OFFSET, 32) = _identity_copy($head);
-	substr($head, ALLOC_OFFSET, 16) = "\0" x 16;
-	substr($head, NBLOCKS_OFFSET, 8) =
-	  nblocks_word($crc, $segno, $h->{nblocks}, 0);
-	substr($head, NBLOCKS2_OFFSET, 8) =
-	  nblocks_word($crc, $segno, $h->{nblocks}, 1);
+	_reversion_header(\$head, 3, $segno, $h->{nblocks});
 	substr($head, HEADER_ENTRIES_OFFSET) =
 	  "\0" x (HEADER_SIZE - HEADER_ENTRIES_OFFSET);
 	write_bytes($path, V4_MAP_OFFSET, $in_header)
