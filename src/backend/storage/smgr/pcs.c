@@ -901,12 +901,24 @@ pcs_segment_view(SMgrRelation reln, ForkNumber forknum, BlockNumber segno,
 	{
 		uint32		unit;
 
+		/* one read of the directory, not one of each slot */
 		if (pcs_directory_lookup(seg, true, &unit) > 0)
-			view->map_units += pcs_directory_units(seg->shift);
-		for (int page = 0; page < PCS_MAP_PAGES; page++)
 		{
-			if (pcs_map_page_lookup(seg, page, true, &unit) > 0)
-				view->map_units += pcs_map_page_units(seg->shift);
+			PcsDirectory *directory = palloc(sizeof(PcsDirectory));
+
+			view->map_units += pcs_directory_units(seg->shift);
+			pcs_directory_read(seg, unit, directory);
+			for (int page = 0; page < PCS_MAP_PAGES; page++)
+			{
+				bool		present;
+				uint32		page_unit;
+
+				if (pcs_directory_decode(seg->header, seg->segno, page,
+										 directory->slots[page], &present,
+										 &page_unit) == PCS_SOUND && present)
+					view->map_units += pcs_map_page_units(seg->shift);
+			}
+			pfree(directory);
 		}
 	}
 	return true;
