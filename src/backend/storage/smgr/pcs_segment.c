@@ -690,6 +690,29 @@ pcs_ensure_capacity(SMgrRelation reln, PcsSegment *seg, uint32 limit,
 }
 
 /*
+ * fallocate() len bytes at offset of a segment's file; a write-back
+ * (writeback) that finds the file system full takes the space from the
+ * tablespace's reserve and tries again (pcs_reserve.c).  Returns 0 or the
+ * error number, 0 where the file system has no fallocate().
+ */
+static int
+pcs_seg_fallocate(SMgrRelation reln, PcsSegment *seg, off_t offset,
+				  off_t len, bool writeback)
+{
+	int			ret;
+
+	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
+	do
+	{
+		ret = pcs_fallocate(FileGetRawDesc(seg->vfd), offset, len);
+	} while ((ret == ENOSPC || ret == EDQUOT) && writeback &&
+			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid, len));
+	if (ret == EOPNOTSUPP || ret == EINVAL)
+		ret = 0;
+	return ret;
+}
+
+/*
  * Give storage to units [first, first + count) of a segment before an image
  * is written into them.  Units reused from the free pool lie in holes that
  * were punched when they became reusable (pcs_free_pool.c), and a write
@@ -705,20 +728,9 @@ int
 pcs_seg_back_units(SMgrRelation reln, PcsSegment *seg, uint32 first,
 				   uint32 count, bool writeback)
 {
-	off_t		len = (off_t) count << seg->shift;
-	int			ret;
-
 	Assert(count > 0 && (uint64) first + count <= pcs_unit_limit(seg));
-	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
-	do
-	{
-		ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
-							pcs_unit_offset(seg->header, first), len);
-	} while ((ret == ENOSPC || ret == EDQUOT) && writeback &&
-			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid, len));
-	if (ret == EOPNOTSUPP || ret == EINVAL)
-		ret = 0;
-	return ret;
+	return pcs_seg_fallocate(reln, seg, pcs_unit_offset(seg->header, first),
+							 (off_t) count << seg->shift, writeback);
 }
 
 /*
@@ -765,17 +777,12 @@ static void
 pcs_seg_give_storage(SMgrRelation reln, PcsSegment *seg, uint32 first,
 					 uint32 count, bool writeback)
 {
-	off_t		len = (off_t) count << seg->shift;
-	int			ret;
+	int			ret = pcs_seg_fallocate(reln, seg,
+										pcs_unit_offset(seg->header, first),
+										(off_t) count << seg->shift,
+										writeback);
 
-	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
-	do
-	{
-		ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
-							pcs_unit_offset(seg->header, first), len);
-	} while ((ret == ENOSPC || ret == EDQUOT) && writeback &&
-			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid, len));
-	if (ret != 0 && ret != EOPNOTSUPP && ret != EINVAL)
+	if (ret != 0)
 		pcs_storage_failed(seg, ret);
 }
 
@@ -1013,16 +1020,10 @@ pcs_map_chunk_ready(SMgrRelation reln, PcsSegment *seg, BlockNumber segblock,
 		return;
 	}
 	PGSTRATA_INJECTION_POINT("pcs-map-chunk-allocate");
-	(void) pcs_file_end(seg);	/* reopens the kernel file if need be */
-	do
-	{
-		ret = pcs_fallocate(FileGetRawDesc(seg->vfd),
+	ret = pcs_seg_fallocate(reln, seg,
 							PCS_V4_MAP_OFFSET + (off_t) chunk * PCS_MAP_CHUNK,
-							PCS_MAP_CHUNK);
-	} while ((ret == ENOSPC || ret == EDQUOT) && writeback &&
-			 pcs_reserve_release(reln->smgr_rlocator.locator.spcOid,
-								 PCS_MAP_CHUNK));
-	if (ret != 0 && ret != EOPNOTSUPP && ret != EINVAL)
+							PCS_MAP_CHUNK, writeback);
+	if (ret != 0)
 		pcs_storage_failed(seg, ret);
 	seg->map_ready[chunk / 64] |= bit;
 }
